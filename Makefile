@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine:  make demo   and   make test
+PY      ?= python3.11
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+PIP     := $(BIN)/pip install -q --disable-pip-version-check -c constraints.txt
+ROOT    ?= data/root
+
+.PHONY: demo test test-fast bench install clean
+
+$(BIN)/python:
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (python 3.11)"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+
+REQS    := $(sort $(wildcard requirements/*.txt))
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS)
+	$(PIP) -e ".[ray,test]" $(addprefix -r ,$(REQS))
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m corpus.demo --root $(ROOT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/executor_overhead.py
+
+clean:
+	rm -rf $(VENV) $(ROOT) build *.egg-info

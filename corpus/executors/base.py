@@ -1,0 +1,188 @@
+"""What every executor shares: planning passes, binding global stages, the manifest, publishing.
+
+A subclass supplies `run_tasks(specs)` (and a TaskMap for global builds); everything that decides
+the output bytes lives here, so the local and Ray executors write the same versions.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from manifests.catalog import Catalog, utc_now
+from manifests.dataset import DatasetVersion
+from manifests.errors import FatalError
+from manifests.manifest import Manifest, PipelineInfo, StageStats, config_hash, version_id_of
+from manifests.storage import Location
+
+from ..pipeline import Pipeline
+from ..readers import InputFile
+from ..stage import GlobalStage, Stage, TaskMap
+from .task import READ_STAGE, REJECTS_SCHEMA, TaskResult, TaskSpec
+
+log = logging.getLogger("cidermill.executor")
+
+
+@dataclass
+class RunOutcome:
+    version: DatasetVersion
+    rejects: DatasetVersion | None
+    stats: list[StageStats]
+    errors: list[dict]
+    tasks_run: int
+    tasks_resumed: int
+    seconds: float
+    extra: dict = field(default_factory=dict)
+
+
+def code_revision() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"cidermill=={version('cidermill')}"
+        except PackageNotFoundError:
+            return "unknown"
+
+
+class Executor(ABC):
+    kind = "abstract"
+
+    def __init__(self, pipeline: Pipeline, *, progress: bool = True):
+        self.pipeline = pipeline
+        self.show_progress = progress
+
+    @abstractmethod
+    def run_tasks(self, specs: list[TaskSpec], stage_names: list[str]) -> list[TaskResult]:
+        """Run every spec (in any order); return results ordered by spec index."""
+
+    @abstractmethod
+    def task_map(self) -> TaskMap:
+        ...
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        p = self.pipeline
+        start = time.perf_counter()
+        catalog = p.catalog()
+        inputs = p.inputs()
+        run_key = p.run_key(inputs)
+        staging = catalog.staging_dir(p.name, run_key)
+        staging.mkdir()
+        passes = p.passes()
+        parents = [self._input_version_id()] if p.input.version else []
+
+        all_stats: dict[str, StageStats] = {}
+        errors: list[dict] = []
+        results: list[TaskResult] = []
+        n_run = n_resumed = 0
+        pass_inputs, fmt, options = inputs, p.input.format, p.input.options
+        for k, stages in enumerate(passes):
+            last = k == len(passes) - 1
+            stages = self._bind_globals(stages, pass_inputs, staging.join(f"pass-{k}"))
+            shards_dir = staging.join("shards") if last else staging.join(f"pass-{k}", "shards")
+            specs = [
+                TaskSpec(
+                    index=i, input=f, reader_format=fmt, reader_options=options, stages=stages,
+                    shards_dir=shards_dir, shards_rel="shards",
+                    rejects_dir=staging.join("rejects") if p.output.rejects else None,
+                    rejects_prefix=f"p{k}-", marker=staging.join(f"pass-{k}", "tasks", f"{i:05d}.json"),
+                    batch_rows=p.executor.batch_rows, target_bytes=p.target_bytes,
+                    row_group_rows=p.output.row_group_rows,
+                )
+                for i, f in enumerate(pass_inputs)
+            ]
+            names = ([READ_STAGE] if k == 0 else []) + [s.name for s in stages]
+            results = self.run_tasks(specs, names)
+            for r in results:
+                n_resumed += r.resumed
+                n_run += not r.resumed
+                errors.extend(r.errors)
+                for st in r.stats:
+                    if st.name == READ_STAGE and k > 0:
+                        continue  # re-reading our own intermediate shards is not a stage
+                    all_stats.setdefault(st.name, StageStats(st.name)).merge(st)
+            # The next pass reads this pass's shards, in task order.
+            pass_inputs = [InputFile(shards_dir.join(s.path.rsplit("/", 1)[-1]), f"pass-{k}/{s.path}")
+                           for r in results for s in r.shards]
+            fmt, options = "parquet", {}
+
+        stats = list(all_stats.values())
+        shards = [s for r in results for s in r.shards]
+        schema = self._output_schema(staging, shards, results)
+        info = PipelineInfo(
+            name=p.name, stages=[s.describe() for s in p.stages], config=p.canonical(),
+            code_revision=code_revision(), config_sha256=config_hash(p.canonical()),
+        )
+        rejects_version = None
+        reject_shards = self._collect_rejects(staging)
+        if p.output.rejects and reject_shards:
+            rejects_manifest = Manifest(
+                name=f"{p.name}.rejects", version_id=version_id_of([s.sha256 for s in reject_shards]),
+                shards=reject_shards, schema=REJECTS_SCHEMA, pipeline=info, stats=stats,
+                created_at=utc_now(), extra={"kind": "rejects"},
+            )
+            rejects_version = self._publish(catalog, staging, rejects_manifest)
+        manifest = Manifest(
+            name=p.name, version_id=version_id_of([s.sha256 for s in shards]), shards=shards, schema=schema,
+            pipeline=info, parents=parents, stats=stats, errors=errors, created_at=utc_now(),
+            extra={"rejects_version": rejects_version.version_id} if rejects_version else {},
+        )
+        version = self._publish(catalog, staging, manifest)
+        staging.delete()
+        return RunOutcome(version, rejects_version, stats, errors, n_run, n_resumed,
+                          time.perf_counter() - start)
+
+    # ------------------------------------------------------------------------------------
+    def _bind_globals(self, stages: list[Stage], inputs: list[InputFile], workdir: Location) -> list[Stage]:
+        if not stages or not isinstance(stages[0], GlobalStage):
+            return stages
+        stage = stages[0]
+        state_loc = workdir.join(f"{stage.name}.state.pkl")
+        if state_loc.exists():  # built before a crash: reuse
+            state = pickle.loads(state_loc.read_bytes())
+        else:
+            log.info("building global index for %s over %d shards", stage.name, len(inputs))
+            workdir.mkdir()
+            state = stage.build([f.location.path for f in inputs], workdir=workdir.path, tasks=self.task_map())
+            state_loc.write_bytes_atomic(pickle.dumps(state))
+        return [stage.bind(state), *stages[1:]]
+
+    def _collect_rejects(self, staging: Location) -> list:
+        """Reject shards of every pass, in (pass, task) order, from the completion markers."""
+        markers = [m for d in staging.listdir() if d.name.startswith("pass-") for m in d.join("tasks").listdir()]
+        markers.sort(key=lambda loc: (int(loc.path.split("/")[-3].split("-")[1]), loc.name))
+        return [s for m in markers for s in TaskResult.from_json(m.read_bytes()).rejects]
+
+    def _output_schema(self, staging: Location, shards: list, results: list[TaskResult]):
+        import pyarrow.parquet as pq
+
+        for s in shards:
+            loc = staging.join(s.path)
+            with loc.fs.open_input_file(loc.path) as f:
+                return pq.read_schema(f)
+        raise FatalError(
+            f"pipeline {self.pipeline.name}: every row was dropped or no input was readable; "
+            "nothing to publish (see the stats and errors above)"
+        )
+
+    def _publish(self, catalog: Catalog, staging: Location, manifest: Manifest) -> DatasetVersion:
+        return catalog.publish(staging, manifest, cleanup=False)
+
+    def _input_version_id(self) -> str:
+        return self.pipeline.catalog().resolve(self.pipeline.input.version).version_id

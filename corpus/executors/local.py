@@ -1,0 +1,148 @@
+"""The embedded default: a process pool over input files on one machine, no services.
+
+Workers are forked from a forkserver that has already imported the engine, so starting one is
+cheap and no pyarrow thread pool is forked mid-flight. With one worker, tasks run in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable
+
+from manifests.errors import RetryableError
+
+from ..stage import TaskMap
+from .base import Executor
+from .task import TaskResult, TaskSpec, run_task
+
+log = logging.getLogger("cidermill.local")
+
+
+def _context() -> mp.context.BaseContext:
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["corpus.executors.task", "corpus.registry"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+class LocalTaskMap(TaskMap):
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        items = list(items)
+        if self.workers <= 1 or len(items) <= 1:
+            return [fn(x) for x in items]
+        with ProcessPoolExecutor(min(self.workers, len(items)), mp_context=_context()) as pool:
+            return list(pool.map(fn, items))
+
+
+class Progress:
+    """One bar per stage, rows/s, fed by (stage, rows) messages from the workers."""
+
+    def __init__(self, names: list[str], enabled: bool):
+        self.bars = {}
+        if enabled:
+            from tqdm import tqdm
+
+            width = max(len(n) for n in names)
+            self.bars = {n: tqdm(desc=n.ljust(width), unit=" rows", position=i, leave=True,
+                                 file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+                         for i, n in enumerate(names)}
+
+    def update(self, stage: str, rows: int) -> None:
+        bar = self.bars.get(stage)
+        if bar is not None:
+            bar.update(rows)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+class LocalExecutor(Executor):
+    kind = "local"
+
+    def task_map(self) -> TaskMap:
+        return LocalTaskMap(self.pipeline.executor.n_workers)
+
+    def run_tasks(self, specs: list[TaskSpec], stage_names: list[str]) -> list[TaskResult]:
+        workers = min(self.pipeline.executor.n_workers, max(len(specs), 1))
+        progress = Progress(stage_names, self.show_progress)
+        try:
+            if workers <= 1:
+                return self._run_inline(specs, progress)
+            return self._run_pool(specs, workers, progress)
+        finally:
+            progress.close()
+
+    def _run_inline(self, specs: list[TaskSpec], progress: Progress) -> list[TaskResult]:
+        class _Direct:
+            def put(self, msg):
+                progress.update(*msg)
+
+        results = []
+        for spec in specs:
+            spec.progress = _Direct() if progress.bars else None
+            results.append(self._with_retries(lambda s=spec: run_task(s)))
+        return results
+
+    def _run_pool(self, specs: list[TaskSpec], workers: int, progress: Progress) -> list[TaskResult]:
+        ctx = _context()
+        manager = ctx.Manager() if progress.bars else None
+        q = manager.Queue() if manager else None
+        results: dict[int, TaskResult] = {}
+        attempts = {s.index: 0 for s in specs}
+        try:
+            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                pending: dict[Future, TaskSpec] = {}
+                for spec in specs:
+                    spec.progress = q
+                    pending[pool.submit(run_task, spec)] = spec
+                while pending:
+                    done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
+                    self._drain(q, progress)
+                    for fut in done:
+                        spec = pending.pop(fut)
+                        try:
+                            results[spec.index] = fut.result()
+                        except RetryableError as exc:
+                            attempts[spec.index] += 1
+                            if attempts[spec.index] > self.pipeline.executor.max_task_retries:
+                                raise
+                            log.warning("task %d: %s; retrying", spec.index, exc)
+                            pending[pool.submit(run_task, spec)] = spec
+                        except BaseException:
+                            for other in pending:
+                                other.cancel()
+                            raise
+                self._drain(q, progress)
+        finally:
+            if manager is not None:
+                manager.shutdown()
+        return [results[s.index] for s in specs]
+
+    @staticmethod
+    def _drain(q, progress: Progress) -> None:
+        if q is None:
+            return
+        while True:
+            try:
+                progress.update(*q.get_nowait())
+            except (queue.Empty, EOFError, OSError):
+                return
+
+    def _with_retries(self, fn: Callable[[], TaskResult]) -> TaskResult:
+        for attempt in range(self.pipeline.executor.max_task_retries + 1):
+            try:
+                return fn()
+            except RetryableError as exc:
+                if attempt == self.pipeline.executor.max_task_retries:
+                    raise
+                log.warning("%s; retrying", exc)
+        raise AssertionError("unreachable")

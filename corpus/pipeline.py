@@ -1,0 +1,232 @@
+"""Pipelines declared in YAML, validated into typed configs before any work starts.
+
+    name: c4-clean                      # output dataset name
+    input:  {format: jsonl, paths: [data/samples/c4/*.jsonl.gz], options: {text_field: text}}
+    output: {root: data/root, shard_target_bytes: 256MiB, rejects: true}
+    executor: {kind: local, workers: 2, batch_rows: 2048}
+    stages:
+      - normalize_text_v1: {form: NFC}
+      - text_length_v1: {min_chars: 200}
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pyarrow.fs as pafs
+import yaml
+
+from manifests.catalog import Catalog
+from manifests.errors import ConfigError
+from manifests.manifest import canonical_json, config_hash
+from manifests.storage import Location
+
+from .config import build_config, parse_size, require
+from .readers import InputFile, make_reader
+from .registry import stage_class
+from .stage import GlobalStage, Stage
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputSpec:
+    format: Literal["jsonl", "parquet", "warc"] = "parquet"
+    paths: list[str] = field(default_factory=list)  # files, globs or URIs
+    version: str | None = None  # a catalog reference (`name`, `name@id`); reads its shards
+    options: dict[str, Any] = field(default_factory=dict)  # the reader's own config
+
+    def __post_init__(self):
+        require(bool(self.paths) != bool(self.version), "input needs exactly one of `paths` or `version`")
+        require(not self.version or self.format == "parquet", "input.version reads Parquet shards; set format: parquet")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutputSpec:
+    root: str = "data/root"  # the catalog's data root (local path or URI)
+    shard_target_bytes: int | str = "256MiB"
+    row_group_rows: int = 4096
+    rejects: bool = True  # write dropped rows to `<name>.rejects`
+
+    def __post_init__(self):
+        require(self.row_group_rows > 0, f"row_group_rows must be > 0; got {self.row_group_rows}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutorSpec:
+    kind: Literal["local", "ray"] = "local"
+    workers: int = 0  # 0 = one per CPU core
+    batch_rows: int = 2048
+    max_task_retries: int = 1  # for RetryableError
+    address: str | None = None  # ray: cluster address; None = a local Ray instance
+
+    def __post_init__(self):
+        require(self.workers >= 0, f"workers must be >= 0 (0 = all cores); got {self.workers}")
+        require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
+
+    @property
+    def n_workers(self) -> int:
+        return self.workers or os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    input: InputSpec
+    output: OutputSpec
+    executor: ExecutorSpec
+    stages: list[Stage]
+    parents: list[str] = field(default_factory=list)  # input version ids
+
+    @property
+    def target_bytes(self) -> int:
+        return parse_size(self.output.shard_target_bytes, key="shard_target_bytes", where="output")
+
+    def canonical(self) -> dict:
+        """Everything that decides the output bytes; its hash keys the run (for resume)."""
+        return {
+            "name": self.name,
+            "input": {"format": self.input.format, "options": self.input.options,
+                      "paths": list(self.input.paths), "version": self.input.version},
+            "output": {"shard_target_bytes": self.target_bytes, "row_group_rows": self.output.row_group_rows,
+                       "rejects": self.output.rejects},
+            "stages": [s.describe() for s in self.stages],
+        }
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.output.root)
+
+    def inputs(self) -> list[InputFile]:
+        return resolve_inputs(self)
+
+    def run_key(self, inputs: list[InputFile]) -> str:
+        files = [(f.key, f.location.size()) for f in inputs]
+        return config_hash({"pipeline": self.canonical(), "inputs": files})
+
+    def passes(self) -> list[list[Stage]]:
+        """Split the stage list at global stages: each pass starts with at most one."""
+        out: list[list[Stage]] = [[]]
+        for stage in self.stages:
+            if isinstance(stage, GlobalStage) and out[-1]:
+                out.append([])
+            out[-1].append(stage)
+        return out
+
+
+def parse_stage_list(items: Any, where: str) -> list[Stage]:
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{where}: `stages` must be a non-empty list like `- text_length_v1: {{min_chars: 200}}`")
+    stages = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            name, options = item, {}
+        elif isinstance(item, dict) and len(item) == 1:
+            (name, options), = item.items()
+        else:
+            raise ConfigError(f"{where}: stages[{i}] must be `stage_name: {{options}}` (one key); got {item!r}")
+        cls = stage_class(name)
+        stages.append(cls(options or {}))
+    return stages
+
+
+def load_pipeline(source: str | dict, *, overrides: dict | None = None) -> Pipeline:
+    """Load and validate a pipeline from a YAML path or a mapping; nothing runs here."""
+    if isinstance(source, dict):
+        data, where = dict(source), "pipeline"
+    else:
+        where = str(source)
+        try:
+            with open(source, encoding="utf-8") as f:
+                data = yaml.safe_load(f)
+        except OSError as exc:
+            raise ConfigError(f"cannot read pipeline file {source}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a pipeline is a mapping with name, input, output, executor, stages")
+    for key, value in (overrides or {}).items():
+        section, _, sub = key.partition(".")
+        if sub:
+            data.setdefault(section, {})[sub] = value
+        else:
+            data[section] = value
+    known = {"name", "input", "output", "executor", "stages"}
+    for key in data:
+        if key not in known:
+            import difflib
+
+            close = difflib.get_close_matches(key, known, n=1)
+            fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(known))}"
+            raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"{where}: `name` must be a dataset name without '/' (the output version's name); got {name!r}")
+    pipeline = Pipeline(
+        name=name,
+        input=build_config(InputSpec, data.get("input"), where=f"{where} input"),
+        output=build_config(OutputSpec, data.get("output"), where=f"{where} output"),
+        executor=build_config(ExecutorSpec, data.get("executor"), where=f"{where} executor"),
+        stages=parse_stage_list(data.get("stages"), where),
+    )
+    parse_size(pipeline.output.shard_target_bytes, key="shard_target_bytes", where=f"{where} output")
+    make_reader(pipeline.input.format, pipeline.input.options)  # validates reader options now
+    return pipeline
+
+
+def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
+    """Expand globs / a catalog version into an ordered list of input files with stable keys."""
+    spec = pipeline.input
+    if spec.version:
+        version = pipeline.catalog().resolve(spec.version)
+        return [InputFile(loc, f"{version.name}@{version.version_id[:12]}/{posixpath.basename(loc.path)}")
+                for loc in version.shard_locations()]
+    locs: list[Location] = []
+    for pattern in spec.paths:
+        if "://" in pattern:
+            base = Location.parse(pattern)
+            if any(c in pattern for c in "*?["):
+                parent = Location.parse(pattern.rsplit("/", 1)[0])
+                infos = parent.fs.get_file_info(pafs.FileSelector(parent.path, recursive=False))
+                import fnmatch
+
+                matched = [Location(parent.fs, i.path) for i in infos
+                           if fnmatch.fnmatch(posixpath.basename(i.path), pattern.rsplit("/", 1)[1])]
+            else:
+                matched = [base]
+        else:
+            matched = [Location.parse(p) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
+        if not matched:
+            raise ConfigError(f"input.paths: {pattern!r} matches no file")
+        locs.extend(matched)
+    seen, unique = set(), []
+    for loc in locs:
+        if loc.path not in seen:
+            seen.add(loc.path)
+            unique.append(loc)
+    unique.sort(key=lambda loc: loc.path)
+    common = posixpath.commonpath([posixpath.dirname(loc.path) for loc in unique]) if unique else ""
+    return [InputFile(loc, posixpath.relpath(loc.path, common) if common else loc.path) for loc in unique]
+
+
+def describe_plan(pipeline: Pipeline) -> str:
+    inputs = pipeline.inputs()
+    total = sum(f.location.size() for f in inputs)
+    lines = [
+        f"pipeline {pipeline.name}: {len(inputs)} input files ({total / 1e6:.1f} MB, format {pipeline.input.format})",
+        f"executor: {pipeline.executor.kind}, {pipeline.executor.n_workers} workers, batch {pipeline.executor.batch_rows} rows",
+        f"output: {pipeline.catalog().root.uri}/{pipeline.name}/<version id>  "
+        f"(shards up to {pipeline.target_bytes / 2**20:.0f} MiB, rejects {'on' if pipeline.output.rejects else 'off'})",
+        f"run key: {pipeline.run_key(inputs)[:16]} (a rerun with the same key resumes)",
+    ]
+    for p, stages in enumerate(pipeline.passes()):
+        lines.append(f"pass {p}:")
+        for s in stages:
+            kind = "global" if isinstance(s, GlobalStage) else type(s).__mro__[1].__name__.lower()
+            lines.append(f"  - {s.name} [{kind}] {canonical_json(s.config_dict())}")
+    lines.append("inputs:")
+    lines += [f"  {i:5d} {f.key}" for i, f in enumerate(inputs[:20])]
+    if len(inputs) > 20:
+        lines.append(f"  ... {len(inputs) - 20} more")
+    return "\n".join(lines)

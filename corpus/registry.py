@@ -1,0 +1,64 @@
+"""Stage lookup by versioned name. Stage modules register themselves with `@register`.
+
+Every module under the packages in STAGE_PACKAGES is imported on first lookup, so adding a stage
+is adding a file. A module whose optional dependency is missing is remembered, and a lookup that
+fails names it, so the error says which extra to install.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+
+from manifests.errors import ConfigError
+
+from .stage import Stage
+
+STAGE_PACKAGES = ["corpus.stages", "synth.stages"]
+_STAGES: dict[str, type[Stage]] = {}
+_IMPORT_FAILURES: dict[str, str] = {}
+_loaded = False
+
+
+def register(cls: type[Stage]) -> type[Stage]:
+    name = getattr(cls, "name", None)
+    if not name or not name.rsplit("_", 1)[-1].startswith("v"):
+        raise TypeError(f"{cls.__name__}: a stage needs a versioned name like 'text_length_v1'; got {name!r}")
+    if name in _STAGES and _STAGES[name] is not cls:
+        raise TypeError(f"stage name {name!r} is registered twice ({_STAGES[name].__name__}, {cls.__name__})")
+    _STAGES[name] = cls
+    return cls
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for pkg_name in STAGE_PACKAGES:
+        try:
+            pkg = importlib.import_module(pkg_name)
+        except ImportError:
+            continue
+        for info in pkgutil.iter_modules(pkg.__path__):
+            module = f"{pkg_name}.{info.name}"
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                _IMPORT_FAILURES[module] = str(exc)
+
+
+def stage_class(name: str) -> type[Stage]:
+    _load_all()
+    if name in _STAGES:
+        return _STAGES[name]
+    close = difflib.get_close_matches(name, list(_STAGES), n=1)
+    fix = f"did you mean {close[0]!r}?" if close else "run `cidermill corpus stages` for the list"
+    missing = "".join(f"\n  ({m} could not be imported: {e})" for m, e in _IMPORT_FAILURES.items())
+    raise ConfigError(f"unknown stage {name!r}; {fix}{missing}")
+
+
+def all_stages() -> dict[str, type[Stage]]:
+    _load_all()
+    return dict(sorted(_STAGES.items()))

@@ -1,0 +1,185 @@
+"""The stage contract.
+
+A stage has a versioned `name` (`text_length_v1`), a frozen keyword-only config dataclass, and a
+pure `__call__(table) -> StageResult`. The result carries the output table, the stage's statistics
+for that table and the rejected rows (with `drop_reason`), so nothing lives on `self` and nothing
+is dropped silently. A stage does not know how it is run.
+
+Kinds:
+- Scorer: adds columns (`quality__fasttext_score`); never drops.
+- Filter: returns one reason per row (null = keep); the base class drops and records.
+- Mapper: rewrites rows one to one (normalisation, extraction).
+- GlobalStage: needs a pass over the whole dataset first (dedup, decontamination): `build`
+  computes an index from every shard through the executor's `TaskMap`, `bind` returns the
+  local stage that applies it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from manifests.manifest import StageStats
+
+from .config import build_config, config_to_dict
+
+DROP_REASON = "drop_reason"
+DROP_STAGE = "drop_stage"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoConfig:
+    """For stages without options."""
+
+
+@dataclass
+class StageResult:
+    table: pa.Table
+    stats: StageStats
+    rejects: pa.Table | None = None
+
+
+class Stage(ABC):
+    name: ClassVar[str]
+    Config: ClassVar[type] = NoConfig
+
+    def __init__(self, config: Any = None):
+        self.config = build_config(self.Config, config, where=f"stage {self.name}")
+
+    @classmethod
+    def from_mapping(cls, mapping: dict | None) -> "Stage":
+        return cls(mapping or {})
+
+    def config_dict(self) -> dict:
+        return config_to_dict(self.config)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "config": self.config_dict()}
+
+    def __call__(self, table: pa.Table) -> StageResult:
+        start = time.perf_counter()
+        result = self.apply(table)
+        result.stats.seconds += time.perf_counter() - start
+        return result
+
+    @abstractmethod
+    def apply(self, table: pa.Table) -> StageResult:
+        """Process one table; must not keep state between calls."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+
+class Scorer(Stage):
+    """Adds (or replaces) columns; keeps every row."""
+
+    @abstractmethod
+    def score(self, table: pa.Table) -> dict[str, pa.Array]:
+        ...
+
+    def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:
+        return {}
+
+    def apply(self, table: pa.Table) -> StageResult:
+        columns = self.score(table)
+        out = with_columns(table, columns)
+        stats = StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows,
+                           counters=self.counters(table, columns))
+        return StageResult(out, stats)
+
+
+class Mapper(Stage):
+    """Rewrites rows one to one; may also drop rows by returning reasons."""
+
+    @abstractmethod
+    def transform(self, table: pa.Table) -> tuple[pa.Table, pa.Array | None]:
+        """Return (new table with the same row count, reasons or None)."""
+
+    def apply(self, table: pa.Table) -> StageResult:
+        out, reasons = self.transform(table)
+        if reasons is None:
+            return StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
+        return drop_by_reason(self.name, out, reasons, original=table)
+
+
+class Filter(Stage):
+    """Decides per row: a reason string drops it, null keeps it."""
+
+    @abstractmethod
+    def reasons(self, table: pa.Table) -> pa.Array:
+        """One entry per row: null to keep, else a short reason (`too_short`)."""
+
+    def apply(self, table: pa.Table) -> StageResult:
+        return drop_by_reason(self.name, table, self.reasons(table))
+
+
+def drop_by_reason(
+    stage_name: str, table: pa.Table, reasons: pa.Array, *, original: pa.Table | None = None
+) -> StageResult:
+    """Keep rows whose reason is null; return the rest as rejects with their reason.
+
+    `original` is what the rejects show (e.g. the raw row before a Mapper rewrote it).
+    """
+    if len(reasons) != table.num_rows:
+        raise RuntimeError(f"{stage_name}: returned {len(reasons)} reasons for {table.num_rows} rows")
+    reasons = pa.array(reasons, type=pa.string()) if not isinstance(reasons, (pa.Array, pa.ChunkedArray)) else reasons
+    keep = pc.is_null(reasons)
+    kept = table.filter(keep)
+    dropped_mask = pc.invert(keep)
+    dropped = {}
+    rejects = None
+    n_dropped = table.num_rows - kept.num_rows
+    if n_dropped:
+        counts = pc.value_counts(pc.drop_null(reasons))
+        dropped = {c["values"].as_py(): c["counts"].as_py() for c in counts}
+        source = original if original is not None else table
+        rejects = source.filter(dropped_mask)
+        rejects = with_columns(rejects, {
+            DROP_REASON: pc.filter(reasons, dropped_mask),
+            DROP_STAGE: pa.array([stage_name] * n_dropped, pa.string()),
+        })
+    stats = StageStats(stage_name, rows_in=table.num_rows, rows_out=kept.num_rows, dropped=dropped)
+    return StageResult(kept, stats, rejects)
+
+
+def with_columns(table: pa.Table, columns: dict[str, Any]) -> pa.Table:
+    for name, values in columns.items():
+        if name in table.schema.names:
+            table = table.set_column(table.schema.get_field_index(name), name, values)
+        else:
+            table = table.append_column(name, values)
+    return table
+
+
+class TaskMap(ABC):
+    """What an executor offers a global stage's build: run `fn` over items in parallel."""
+
+    @abstractmethod
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+        ...
+
+
+class GlobalStage(Stage):
+    """A stage that needs the whole dataset: `build` makes an index, `bind` applies it locally."""
+
+    @abstractmethod
+    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> Any:
+        """Compute the index from `shards` (Parquet paths, in order) and return a small,
+        picklable state (or a path to an artifact under `workdir`)."""
+
+    @abstractmethod
+    def bind(self, state: Any) -> Stage:
+        """The local stage that applies `state`; its name is this stage's name."""
+
+    def apply(self, table: pa.Table) -> StageResult:  # pragma: no cover - executors call bind()
+        raise RuntimeError(f"{self.name} is a global stage; run it through an executor")
+
+
+def replace_config(stage: Stage, **changes: Any) -> Stage:
+    return type(stage)(dataclasses.replace(stage.config, **changes))

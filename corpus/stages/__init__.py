@@ -1,0 +1,1 @@
+"""Stages register themselves on import; every module here is loaded by corpus.registry."""

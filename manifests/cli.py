@@ -1,0 +1,124 @@
+"""`cidermill data ...`: list, show, verify and diff dataset versions in a catalog."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .catalog import Catalog, diff_versions
+from .errors import ManifestError
+
+DEFAULT_ROOT = os.environ.get("CIDERMILL_ROOT", "data/root")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("data", help="dataset versions: ls, show, verify, diff")
+    p.add_argument("--root", default=DEFAULT_ROOT, help="data root (path or URI; env CIDERMILL_ROOT)")
+    dsub = p.add_subparsers(dest="data_cmd", required=True)
+    ls = dsub.add_parser("ls", help="list versions")
+    ls.add_argument("name", nargs="?")
+    ls.set_defaults(func=cmd_ls)
+    show = dsub.add_parser("show", help="print a version's manifest summary (or --json)")
+    show.add_argument("ref", help="name, name@idprefix or idprefix")
+    show.add_argument("--json", action="store_true", help="the whole manifest")
+    show.set_defaults(func=cmd_show)
+    verify = dsub.add_parser("verify", help="re-hash every shard; exit 1 naming broken shards")
+    verify.add_argument("ref")
+    verify.set_defaults(func=cmd_verify)
+    diff = dsub.add_parser("diff", help="rows added/removed by id from A to B, and stats deltas")
+    diff.add_argument("a")
+    diff.add_argument("b")
+    diff.add_argument("--ids", type=int, default=20, help="how many ids to print per side (-1: all)")
+    diff.add_argument("--json", action="store_true")
+    diff.set_defaults(func=cmd_diff)
+
+
+def cmd_ls(args) -> int:
+    entries = Catalog(args.root).versions(args.name)
+    if not entries:
+        print(f"no versions under {args.root}")
+        return 0
+    print(f"{'name':32} {'version':14} {'rows':>10} {'MB':>9}  created")
+    for e in entries:
+        print(f"{e.name:32} {e.version_id[:12]:14} {e.rows:>10,} {e.bytes / 1e6:>9.2f}  {e.created_at}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    v = Catalog(args.root).resolve(args.ref)
+    m = v.manifest
+    if args.json:
+        print(m.to_json(), end="")
+        return 0
+    print(f"{m.name}@{m.version_id}")
+    print(f"  location:  {v.directory.uri}")
+    print(f"  created:   {m.created_at}")
+    print(f"  rows:      {m.rows:,} in {len(m.shards)} shards, {m.bytes / 1e6:.2f} MB"
+          + (f", {m.tokens:,} tokens" if m.tokens is not None else ""))
+    print(f"  parents:   {', '.join(p[:12] for p in m.parents) or '-'}")
+    if m.pipeline:
+        print(f"  pipeline:  {m.pipeline.name} (config {m.pipeline.config_sha256[:12]}, code {m.pipeline.code_revision[:16]})")
+        for s in m.pipeline.stages:
+            print(f"    - {s['name']} {json.dumps(s['config'], sort_keys=True)}")
+    print(f"  schema:    {', '.join(f'{f.name}:{f.type}' for f in m.schema)}")
+    if m.stats:
+        print("  stats:")
+        for s in m.stats:
+            reasons = ", ".join(f"{k}={n}" for k, n in sorted(s.dropped.items()))
+            print(f"    {s.name:28} in {s.rows_in:>9,} out {s.rows_out:>9,}  {reasons}")
+    if m.errors:
+        print(f"  errors ({len(m.errors)}):")
+        for e in m.errors[:20]:
+            print(f"    [{e.get('kind')}] {e.get('input')} {e.get('where', '')} {e.get('reason')}")
+    if m.extra:
+        print(f"  extra:     {json.dumps(m.extra, sort_keys=True)}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    v = Catalog(args.root).resolve(args.ref)
+    problems = v.verify()
+    if not problems:
+        print(f"ok: {v.name}@{v.version_id[:12]}: {len(v.manifest.shards)} shards match their sha256")
+        return 0
+    for p in problems:
+        print(f"BROKEN {v.directory.uri}/{p.path}: {p.reason}", file=sys.stderr)
+    return 1
+
+
+def cmd_diff(args) -> int:
+    cat = Catalog(args.root)
+    d = diff_versions(cat.resolve(args.a), cat.resolve(args.b))
+    if args.json:
+        print(json.dumps(d.__dict__, indent=1))
+        return 0
+    n = None if args.ids < 0 else args.ids
+    print(f"{d.a[:12]} ({d.rows_a:,} rows) -> {d.b[:12]} ({d.rows_b:,} rows)")
+    print(f"added {len(d.added_ids):,} ids, removed {len(d.removed_ids):,} ids")
+    for rid in d.added_ids[:n]:
+        print(f"  + {rid}")
+    for rid in d.removed_ids[:n]:
+        print(f"  - {rid}")
+    for s in d.stats_delta:
+        changes = {k: v for k, v in s["dropped"].items() if v}
+        if s["rows_out"] or changes:
+            print(f"  stage {s['stage']}: kept {s['rows_out']:+,}  dropped {changes}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:  # for `python -m manifests.cli`, no engine needed
+    parser = argparse.ArgumentParser(prog="cidermill")
+    sub = parser.add_subparsers(dest="group", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ManifestError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

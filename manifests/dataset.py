@@ -1,0 +1,87 @@
+"""Reading a dataset version: manifest checks, safe shard paths, streaming reads, `verify`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import ManifestError
+from .manifest import MANIFEST_NAME, Manifest, ShardInfo
+from .storage import Location, safe_relpath
+
+
+@dataclass(frozen=True)
+class ShardProblem:
+    path: str
+    reason: str
+
+
+class DatasetVersion:
+    """An opened dataset version. Construction reads and validates the manifest only."""
+
+    def __init__(self, directory: Location | str):
+        self.directory = directory if isinstance(directory, Location) else Location.parse(directory)
+        manifest_loc = self.directory.join(MANIFEST_NAME)
+        if not manifest_loc.exists():
+            raise ManifestError(
+                f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
+                "incomplete and does not exist"
+            )
+        self.manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
+        # Refuse unsafe paths up front, before anyone opens a shard.
+        self._shard_locs = [
+            safe_relpath(self.directory, s.path, what=f"{manifest_loc.uri} shard {i}")
+            for i, s in enumerate(self.manifest.shards)
+        ]
+
+    @property
+    def version_id(self) -> str:
+        return self.manifest.version_id
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.manifest.schema
+
+    def shard_locations(self) -> list[Location]:
+        return list(self._shard_locs)
+
+    def shard_path(self, shard: ShardInfo) -> Location:
+        return self._shard_locs[self.manifest.shards.index(shard)]
+
+    def iter_batches(
+        self, *, columns: list[str] | None = None, batch_rows: int = 8192
+    ) -> Iterator[pa.RecordBatch]:
+        for loc in self._shard_locs:
+            with loc.fs.open_input_file(loc.path) as f:
+                yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
+
+    def read(self, *, columns: list[str] | None = None) -> pa.Table:
+        tables = []
+        for loc in self._shard_locs:
+            with loc.fs.open_input_file(loc.path) as f:
+                tables.append(pq.read_table(f, columns=columns))
+        if not tables:
+            schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def verify(self) -> list[ShardProblem]:
+        """Re-hash every shard; return the broken ones (empty list means the version is intact)."""
+        problems = []
+        for info, loc in zip(self.manifest.shards, self._shard_locs):
+            if not loc.exists():
+                problems.append(ShardProblem(info.path, "missing"))
+                continue
+            sha, n_bytes = loc.sha256()
+            if n_bytes != info.bytes:
+                problems.append(ShardProblem(info.path, f"size {n_bytes} != manifest {info.bytes}"))
+            elif sha != info.sha256:
+                problems.append(ShardProblem(info.path, f"sha256 {sha[:12]} != manifest {info.sha256[:12]}"))
+        return problems

@@ -1,0 +1,213 @@
+"""The dataset-version manifest: what a version holds, where it came from, what each stage did.
+
+A version is an immutable directory of Parquet shards plus `manifest.json`, written last. The
+version id is a hash over the ordered shard hashes, so the same content always gets the same id,
+whoever made it and whenever.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import ManifestError
+
+SCHEMA_VERSION = 1
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+MANIFEST_NAME = "manifest.json"
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace: equal configs give equal strings, hence equal hashes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def config_hash(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def version_id_of(shard_sha256s: list[str]) -> str:
+    """Content address of a version: sha256 over the ordered shard digests."""
+    digest = hashlib.sha256(b"cidermill-version-v1\n")
+    for sha in shard_sha256s:
+        digest.update(sha.encode() + b"\n")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    path: str  # relative to the version directory
+    rows: int
+    bytes: int
+    sha256: str
+    tokens: int | None = None
+
+
+@dataclass
+class StageStats:
+    """What one stage did over the whole run: rows in/out, drops by reason, counters, time."""
+
+    name: str
+    rows_in: int = 0
+    rows_out: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def merge(self, other: "StageStats") -> None:
+        self.rows_in += other.rows_in
+        self.rows_out += other.rows_out
+        for reason, n in other.dropped.items():
+            self.dropped[reason] = self.dropped.get(reason, 0) + n
+        for key, n in other.counters.items():
+            self.counters[key] = self.counters.get(key, 0) + n
+        self.seconds += other.seconds
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StageStats":
+        return cls(
+            name=d["name"],
+            rows_in=int(d.get("rows_in", 0)),
+            rows_out=int(d.get("rows_out", 0)),
+            dropped={k: int(v) for k, v in d.get("dropped", {}).items()},
+            counters={k: int(v) for k, v in d.get("counters", {}).items()},
+            seconds=float(d.get("seconds", 0.0)),
+        )
+
+
+@dataclass(frozen=True)
+class PipelineInfo:
+    """Which code and configuration produced a version."""
+
+    name: str
+    stages: list[dict]  # [{"name": "normalize_text_v1", "config": {...}}]
+    config: dict  # the canonical pipeline config (inputs, stages, output settings)
+    code_revision: str
+    config_sha256: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PipelineInfo":
+        return cls(
+            name=d["name"],
+            stages=list(d.get("stages", [])),
+            config=dict(d.get("config", {})),
+            code_revision=d.get("code_revision", "unknown"),
+            config_sha256=d.get("config_sha256", ""),
+        )
+
+
+def schema_to_b64(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def schema_from_b64(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+@dataclass
+class Manifest:
+    name: str
+    version_id: str
+    shards: list[ShardInfo]
+    schema: pa.Schema
+    pipeline: PipelineInfo | None = None
+    parents: list[str] = field(default_factory=list)
+    stats: list[StageStats] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)  # shard-level failures: {input, reason}
+    created_at: str = ""
+    extra: dict = field(default_factory=dict)  # e.g. {"rejects_of": id} or tokenizer facts
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def rows(self) -> int:
+        return sum(s.rows for s in self.shards)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+    @property
+    def tokens(self) -> int | None:
+        counts = [s.tokens for s in self.shards]
+        return None if any(t is None for t in counts) else sum(counts)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": self.schema_version,
+            "name": self.name,
+            "version_id": self.version_id,
+            "created_at": self.created_at,
+            "parents": list(self.parents),
+            "pipeline": asdict(self.pipeline) if self.pipeline else None,
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "shards": [{k: v for k, v in asdict(s).items() if v is not None} for s in self.shards],
+            "schema": {
+                "fields": [{"name": f.name, "type": str(f.type)} for f in self.schema],
+                "arrow_ipc_b64": schema_to_b64(self.schema),
+            },
+            "stats": [asdict(s) for s in self.stats],
+            "errors": list(self.errors),
+            "extra": dict(self.extra),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict, *, where: str = "manifest") -> "Manifest":
+        if not isinstance(d, dict):
+            raise ManifestError(f"{where}: expected a JSON object")
+        sv = d.get("schema_version")
+        if sv not in SUPPORTED_SCHEMA_VERSIONS:
+            raise ManifestError(
+                f"{where}: unknown schema_version {sv!r}; this cidermill reads "
+                f"{sorted(SUPPORTED_SCHEMA_VERSIONS)} (upgrade cidermill to read newer versions)"
+            )
+        try:
+            shards = [
+                ShardInfo(
+                    path=s["path"], rows=int(s["rows"]), bytes=int(s["bytes"]),
+                    sha256=s["sha256"], tokens=s.get("tokens"),
+                )
+                for s in d["shards"]
+            ]
+            manifest = cls(
+                name=d["name"],
+                version_id=d["version_id"],
+                shards=shards,
+                schema=schema_from_b64(d["schema"]["arrow_ipc_b64"]),
+                pipeline=PipelineInfo.from_dict(d["pipeline"]) if d.get("pipeline") else None,
+                parents=list(d.get("parents", [])),
+                stats=[StageStats.from_dict(s) for s in d.get("stats", [])],
+                errors=list(d.get("errors", [])),
+                created_at=d.get("created_at", ""),
+                extra=dict(d.get("extra", {})),
+                schema_version=sv,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from exc
+        expected = version_id_of([s.sha256 for s in shards])
+        if manifest.version_id != expected:
+            raise ManifestError(
+                f"{where}: version_id {manifest.version_id[:12]} does not match its shard hashes "
+                f"(expected {expected[:12]}); the manifest was edited or corrupted"
+            )
+        return manifest
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, where: str = "manifest") -> "Manifest":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{where}: not valid JSON ({exc})") from exc
+        return cls.from_dict(data, where=where)

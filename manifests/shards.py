@@ -1,0 +1,124 @@
+"""Writing Parquet shards: zstd, fixed row-group size, roll-over at a target byte size.
+
+Row groups have a fixed number of rows however the rows arrive, so the same rows always give
+the same bytes; that is what makes version ids reproducible across executors and batch sizes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .manifest import ShardInfo
+from .storage import Location
+
+DEFAULT_ROW_GROUP_ROWS = 4096
+DEFAULT_TARGET_SHARD_BYTES = 256 << 20
+
+
+def write_options() -> dict:
+    # Fixed options: every shard of every version is written the same way.
+    return dict(compression="zstd", compression_level=3, use_dictionary=True, write_statistics=True)
+
+
+class ShardWriter:
+    """Writes a stream of tables into shards named `{prefix}-{k:03d}.parquet` under `directory`.
+
+    A shard is written to a temporary name and renamed when closed; `close()` returns the
+    ShardInfo list in order. A shard rolls over once it passes `target_bytes` (measured on
+    the compressed file as row groups are flushed).
+    """
+
+    def __init__(
+        self,
+        directory: Location,
+        prefix: str,
+        *,
+        relative_dir: str = "",
+        target_bytes: int = DEFAULT_TARGET_SHARD_BYTES,
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+    ):
+        if target_bytes <= 0 or row_group_rows <= 0:
+            raise ValueError("target_bytes and row_group_rows must be > 0")
+        self.directory = directory
+        self.prefix = prefix
+        self.relative_dir = relative_dir
+        self.target_bytes = target_bytes
+        self.row_group_rows = row_group_rows
+        self._schema: pa.Schema | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._sink = None
+        self._tmp: Location | None = None
+        self._final: Location | None = None
+        self._rows_in_shard = 0
+        self._shards: list[ShardInfo] = []
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        return self._schema
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            if self._schema is None:
+                self._schema = table.schema
+            return
+        if self._schema is None:
+            self._schema = table.schema
+        elif table.schema != self._schema:
+            table = table.cast(self._schema)
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        while self._pending_rows >= self.row_group_rows:
+            self._flush_group(self.row_group_rows)
+
+    def _flush_group(self, n_rows: int) -> None:
+        combined = pa.concat_tables(self._pending).combine_chunks()
+        group, rest = combined.slice(0, n_rows), combined.slice(n_rows)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        if self._writer is None:
+            self._open()
+        self._writer.write_table(group, row_group_size=n_rows)
+        self._rows_in_shard += group.num_rows
+        if self._sink.tell() >= self.target_bytes:
+            self._close_shard()
+
+    def _open(self) -> None:
+        index = len(self._shards)
+        name = f"{self.prefix}-{index:03d}.parquet"
+        self._final = self.directory.join(name)
+        self._tmp = self.directory.join(f"{name}.tmp-{os.getpid()}")
+        self.directory.mkdir()
+        self._sink = self._tmp.fs.open_output_stream(self._tmp.path)
+        self._writer = pq.ParquetWriter(self._sink, self._schema, **write_options())
+        self._rows_in_shard = 0
+
+    def _close_shard(self) -> None:
+        self._writer.close()
+        self._sink.close()
+        self._tmp.move_to(self._final)
+        sha, n_bytes = self._final.sha256()
+        rel = f"{self.relative_dir}/{self._final.name}" if self.relative_dir else self._final.name
+        self._shards.append(ShardInfo(path=rel, rows=self._rows_in_shard, bytes=n_bytes, sha256=sha))
+        self._writer = self._sink = self._tmp = self._final = None
+
+    def close(self) -> list[ShardInfo]:
+        if self._pending_rows:
+            self._flush_group(self._pending_rows)
+        if self._writer is not None:
+            self._close_shard()
+        return list(self._shards)
+
+    def abort(self) -> None:
+        """Drop the shard in progress (used when a task fails mid-way)."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+                self._sink.close()
+            finally:
+                self._tmp.delete()
+        self._writer = self._sink = self._tmp = self._final = None

@@ -1,0 +1,128 @@
+"""Storage through pyarrow.fs, so a local path and an object-store URI work alike.
+
+`Location` pairs a pyarrow FileSystem with a path inside it. Local paths get fsync on
+atomic writes; object stores get a single PUT, which is atomic there already.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from dataclasses import dataclass
+
+import pyarrow.fs as pafs
+
+_CHUNK = 4 << 20
+
+
+@dataclass(frozen=True)
+class Location:
+    fs: pafs.FileSystem
+    path: str
+
+    @classmethod
+    def parse(cls, uri_or_path: str | os.PathLike) -> "Location":
+        """`/data/x`, `./x`, `file:///data/x`, `s3://bucket/x`, `gs://...` all resolve here."""
+        text = os.fspath(uri_or_path)
+        if "://" in text:
+            fs, path = pafs.FileSystem.from_uri(text)
+            return cls(fs, path.rstrip("/") or "/")
+        return cls(pafs.LocalFileSystem(), os.path.abspath(text))
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    @property
+    def uri(self) -> str:
+        return self.path if self.is_local else f"{self.fs.type_name}://{self.path}"
+
+    def join(self, *parts: str) -> "Location":
+        return Location(self.fs, posixpath.join(self.path, *parts))
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
+
+    def is_dir(self) -> bool:
+        return self.fs.get_file_info(self.path).type == pafs.FileType.Directory
+
+    def size(self) -> int:
+        return self.fs.get_file_info(self.path).size
+
+    def mkdir(self) -> None:
+        self.fs.create_dir(self.path, recursive=True)
+
+    def listdir(self) -> list["Location"]:
+        if not self.is_dir():
+            return []
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=False))
+        return sorted((Location(self.fs, i.path) for i in infos), key=lambda loc: loc.path)
+
+    def read_bytes(self) -> bytes:
+        with self.fs.open_input_stream(self.path) as f:
+            return f.read()
+
+    def write_bytes_atomic(self, data: bytes) -> None:
+        """Write to a temporary name, flush to disk, then rename over the target."""
+        if self.is_local:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            tmp = f"{self.path}.tmp-{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            _fsync_dir(os.path.dirname(self.path))
+        else:  # an object-store PUT is atomic: readers see all of it or nothing
+            with self.fs.open_output_stream(self.path) as f:
+                f.write(data)
+
+    def move_to(self, dst: "Location") -> None:
+        self.fs.move(self.path, dst.path)
+
+    def delete(self) -> None:
+        info = self.fs.get_file_info(self.path)
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(self.path)
+        elif info.type == pafs.FileType.File:
+            self.fs.delete_file(self.path)
+
+    def sha256(self) -> tuple[str, int]:
+        """Return (hex digest, byte count) of the file, streamed."""
+        digest = hashlib.sha256()
+        n_bytes = 0
+        with self.fs.open_input_stream(self.path) as f:
+            while chunk := f.read(_CHUNK):
+                digest.update(chunk)
+                n_bytes += len(chunk)
+        return digest.hexdigest(), n_bytes
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def safe_relpath(base: Location, relative: str, *, what: str) -> Location:
+    """Resolve `relative` under `base`, refusing absolute paths and `..` escapes."""
+    if not relative or relative.startswith(("/", "\\")) or "://" in relative:
+        from .errors import ManifestError
+
+        raise ManifestError(f"{what}: path {relative!r} must be relative to the version directory")
+    norm = posixpath.normpath(relative)
+    if norm == ".." or norm.startswith("../") or "\\" in relative:
+        from .errors import ManifestError
+
+        raise ManifestError(f"{what}: path {relative!r} escapes the version directory {base.uri}")
+    return base.join(norm)
