@@ -33,7 +33,7 @@ from .stage import GlobalStage, Stage
 
 @dataclass(frozen=True, kw_only=True)
 class InputSpec:
-    format: Literal["jsonl", "parquet", "warc"] = "parquet"
+    format: str = "parquet"  # a key of corpus.readers.READERS (jsonl, parquet, warc, ...)
     paths: list[str] = field(default_factory=list)  # files, globs or URIs
     version: str | None = None  # a catalog reference (`name`, `name@id`); reads its shards
     options: dict[str, Any] = field(default_factory=dict)  # the reader's own config

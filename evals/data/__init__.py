@@ -1,0 +1,1 @@
+"""Data evaluations; each module is one `cidermill eval data NAME`."""
