@@ -66,8 +66,9 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:
-            hint = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
-            fix = f"; did you mean {hint[0]!r}?" if hint else ""
+            by_lower = {str(a).lower(): a for a in allowed}
+            hint = difflib.get_close_matches(str(value).lower(), list(by_lower), n=1)
+            fix = f"; did you mean {by_lower[hint[0]]!r}?" if hint else ""
             raise ConfigError(f"{key} in {where}: {value!r} is not one of {list(allowed)}{fix}")
         return value
     if origin in (list, tuple):

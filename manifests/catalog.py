@@ -28,7 +28,7 @@ STAGING = ".staging"
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)

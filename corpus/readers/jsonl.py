@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -31,23 +31,27 @@ class JsonlConfig:
 def open_decompressed(loc, raw) -> io.BufferedIOBase:
     name = loc.path.lower()
     if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw)
+        return StreamDecompressor(raw, lambda: zlib.decompressobj(wbits=31), "gzip")
     if name.endswith((".zst", ".zstd")):
-        return ZstdReader(raw)
+        dctx = zstandard.ZstdDecompressor()
+        return StreamDecompressor(raw, dctx.decompressobj, "zstd")
     return raw
 
 
-class ZstdReader(io.RawIOBase):
-    """Multi-frame zstd decompression that raises EOFError on a truncated frame.
+class StreamDecompressor(io.RawIOBase):
+    """Multi-member gzip / multi-frame zstd that hands out data as it decompresses and raises
+    EOFError when the input ends inside a member, after everything before the cut was read.
 
-    zstandard's own stream_reader returns a short read there, which would lose rows silently.
+    (gzip.GzipFile loses the partial block on truncation; zstandard's stream_reader returns a
+    short read and no error, which would lose rows silently.)
     """
 
-    def __init__(self, raw, chunk_bytes: int = 1 << 20):
+    def __init__(self, raw, new_decompressor, kind: str, chunk_bytes: int = 1 << 16):
         self._raw = raw
         self._chunk = chunk_bytes
-        self._dctx = zstandard.ZstdDecompressor()
-        self._d = self._dctx.decompressobj()
+        self._new = new_decompressor
+        self._kind = kind
+        self._d = new_decompressor()
         self._buf = b""
         self._in_frame = False
 
@@ -59,15 +63,15 @@ class ZstdReader(io.RawIOBase):
             data = self._raw.read(self._chunk)
             if not data:
                 if self._in_frame and not self._d.eof:
-                    raise EOFError("zstd frame ended before its end mark")
+                    raise EOFError(f"{self._kind} stream ended before its end mark")
                 return 0
             while data:
                 self._in_frame = True
                 self._buf += self._d.decompress(data)
                 data = b""
-                if self._d.eof:  # a frame ended; more frames may follow
+                if self._d.eof:  # a member/frame ended; more may follow
                     data = self._d.unused_data
-                    self._d = self._dctx.decompressobj()
+                    self._d = self._new()
                     self._in_frame = False
         n = min(len(b), len(self._buf))
         b[:n] = self._buf[:n]
@@ -87,7 +91,7 @@ class JsonlReader(Reader):
         n_ok = 0
         try:
             with loc.fs.open_input_stream(loc.path, compression=None) as raw:
-                stream = io.BufferedReader(open_decompressed(loc, raw), buffer_size=1 << 20)
+                stream = io.BufferedReader(open_decompressed(loc, raw), buffer_size=1 << 16)
                 for line_no, line in enumerate(stream, start=1):
                     record = self._parse(line, loc.uri, line_no, on_record_error)
                     if record is None:
@@ -97,7 +101,7 @@ class JsonlReader(Reader):
                     if len(rows["id"]) >= batch_rows:
                         yield self._table(rows)
                         rows = {k: [] for k in rows}
-        except (EOFError, OSError, zstandard.ZstdError) as exc:
+        except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
             if rows["id"]:
                 yield self._table(rows)
             raise ShardError(loc.uri, f"compressed stream is truncated or corrupt ({exc}) at line {line_no + 1}",

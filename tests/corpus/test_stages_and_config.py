@@ -1,0 +1,72 @@
+"""Stage contract and config validation: exact drops with reasons, errors that name the fix."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from corpus.pipeline import load_pipeline
+from corpus.registry import stage_class
+from corpus.stage import DROP_REASON, DROP_STAGE
+from manifests import ConfigError
+
+
+def _t(texts):
+    return pa.table({"id": [str(i) for i in range(len(texts))], "source": ["s"] * len(texts), "text": texts})
+
+
+def test_text_length_drops_exact_rows_with_reasons():
+    stage = stage_class("text_length_v1")({"min_chars": 10, "max_chars": 40, "min_words": 3})
+    r = stage(_t(["short", "two words here ok", "x" * 50, "onlyonelongwordxx", None]))
+    assert r.table.column("id").to_pylist() == ["1"]
+    assert dict(zip(r.rejects.column("id").to_pylist(), r.rejects.column(DROP_REASON).to_pylist())) == {
+        "0": "too_short", "2": "too_long", "3": "too_few_words", "4": "too_short"}
+    assert set(r.rejects.column(DROP_STAGE).to_pylist()) == {"text_length_v1"}
+    assert r.stats.rows_in == 5 and r.stats.rows_out == 1
+    assert r.stats.dropped == {"too_short": 2, "too_long": 1, "too_few_words": 1}
+
+
+def test_normalize_text_cleans_and_drops_empty():
+    stage = stage_class("normalize_text_v1")({"max_blank_lines": 1})
+    r = stage(_t(["  Cafe\u0301\r\n\r\n\r\n\r\nnext\t\tline \x07", " \n\t ", "ok"]))
+    assert r.table.column("text").to_pylist() == ["Caf\u00e9\n\nnext line", "ok"]
+    assert r.rejects.column(DROP_REASON).to_pylist() == ["empty_text"]
+    assert r.rejects.column("text").to_pylist() == [" \n\t "]  # rejects show the row as it came in
+
+
+def test_http_response_filter():
+    stage = stage_class("http_response_v1")({})
+    t = pa.table({"id": ["a", "b", "c", "d"], "http_status": pa.array([200, 404, 200, None], pa.int32()),
+                  "content_type": ["text/html; charset=UTF-8", "text/html", "image/png", "text/html"]})
+    r = stage(t)
+    assert r.table.column("id").to_pylist() == ["a"]
+    assert r.rejects.column(DROP_REASON).to_pylist() == ["bad_status", "bad_mime", "bad_status"]
+
+
+def test_stage_config_errors_name_key_stage_and_fix():
+    with pytest.raises(ConfigError, match=r"unknown key 'min_char' in stage text_length_v1; did you mean 'min_chars'\?"):
+        stage_class("text_length_v1")({"min_char": 3})
+    with pytest.raises(ConfigError, match=r"min_chars must be >= 0; got -3 in stage text_length_v1"):
+        stage_class("text_length_v1")({"min_chars": -3})
+    with pytest.raises(ConfigError, match=r"min_chars in stage text_length_v1: expected an integer, got 'ten'"):
+        stage_class("text_length_v1")({"min_chars": "ten"})
+    with pytest.raises(ConfigError, match=r"form in stage normalize_text_v1: 'nfc' is not one of .*did you mean 'NFC'"):
+        stage_class("normalize_text_v1")({"form": "nfc"})
+    with pytest.raises(ConfigError, match=r"unknown stage 'text_lenght_v1'; did you mean 'text_length_v1'"):
+        stage_class("text_lenght_v1")
+
+
+def test_misspelt_yaml_key_fails_before_any_work(tmp_path):
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("name: x\ninput: {format: jsonl, paths: [nothing-here/*.jsonl]}\n"
+                   "executor: {kind: local, wokers: 2}\nstages: [text_length_v1]\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'wokers' in .*p.yaml executor; did you mean 'workers'"):
+        load_pipeline(str(cfg))
+    cfg.write_text("name: x\ninput: {format: jsonl, paths: [a.jsonl]}\nstagse: []\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'stagse'.*did you mean 'stages'"):
+        load_pipeline(str(cfg))
+    cfg.write_text("name: x\ninput: {format: jsonl, paths: [a.jsonl], options: {text_feild: body}}\n"
+                   "stages: [text_length_v1]\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'text_feild' in input \(format jsonl\); did you mean 'text_field'"):
+        load_pipeline(str(cfg))
+    assert not (tmp_path / "data").exists()
