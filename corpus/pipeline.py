@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import glob
 import os
 import posixpath
@@ -107,7 +109,7 @@ class Pipeline:
 
     def passes(self) -> list[list[Stage]]:
         """Split the stage list at global stages: each pass starts with at most one."""
-        out: list[list[Stage]] = [[]]
+        out: list[list[Stage]] = [[]]  # a pipeline without stages is one pass that copies
         for stage in self.stages:
             if isinstance(stage, GlobalStage) and out[-1]:
                 out.append([])
@@ -116,8 +118,10 @@ class Pipeline:
 
 
 def parse_stage_list(items: Any, where: str) -> list[Stage]:
-    if not isinstance(items, list) or not items:
-        raise ConfigError(f"{where}: `stages` must be a non-empty list like `- text_length_v1: {{min_chars: 200}}`")
+    if items is None:
+        items = []  # no stages: a plain copy / re-shard into a new version
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: `stages` must be a list like `- text_length_v1: {{min_chars: 200}}`")
     stages = []
     for i, item in enumerate(items):
         if isinstance(item, str):
@@ -155,8 +159,6 @@ def load_pipeline(source: str | dict, *, overrides: dict | None = None) -> Pipel
     known = {"name", "input", "output", "executor", "stages"}
     for key in data:
         if key not in known:
-            import difflib
-
             close = difflib.get_close_matches(key, known, n=1)
             fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(known))}"
             raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
@@ -189,8 +191,6 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
             if any(c in pattern for c in "*?["):
                 parent = Location.parse(pattern.rsplit("/", 1)[0])
                 infos = parent.fs.get_file_info(pafs.FileSelector(parent.path, recursive=False))
-                import fnmatch
-
                 matched = [Location(parent.fs, i.path) for i in infos
                            if fnmatch.fnmatch(posixpath.basename(i.path), pattern.rsplit("/", 1)[1])]
             else:

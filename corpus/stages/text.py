@@ -93,7 +93,6 @@ class TextLength(Filter):
         cfg = self.config
         text = table.column("text")
         n_chars = pc.fill_null(pc.utf8_length(text), 0)
-        null = pa.scalar(None, pa.string())
         reasons = pa.nulls(table.num_rows, pa.string())
         checks = [(pc.less(n_chars, cfg.min_chars), "too_short")]
         if cfg.max_chars is not None:
@@ -104,7 +103,7 @@ class TextLength(Filter):
             if cfg.max_words is not None:
                 checks.append((pc.greater(n_words, cfg.max_words), "too_many_words"))
         for mask, reason in reversed(checks):  # the first failing check names the reason
-            reasons = pc.if_else(mask, pa.scalar(reason), reasons if reasons is not None else null)
+            reasons = pc.if_else(mask, pa.scalar(reason), reasons)
         return reasons
 
 
