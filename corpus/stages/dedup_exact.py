@@ -1,24 +1,27 @@
 """Exact dedup by a hash of normalised text: a global stage with a build/apply split.
 
-build: every shard in parallel hashes its rows to (hash, shard index, row index); the first
-occurrence in (shard, row) order wins, so the kept row is deterministic whatever ran where.
-Memory is 16 bytes per row of hash plus the ids of the rows to drop.
-apply: drops rows whose id is in the drop set, as `duplicate`.
+build: every shard in parallel hashes its rows (64-bit, vectorised); the driver keeps the first
+occurrence of each hash in (shard, row) order -- one `np.unique`, 8 bytes per row -- so the kept
+row is deterministic whatever ran where. The ids to drop go to a Parquet file under the workdir;
+the state is its path.
+apply: drops rows whose id is listed, as `duplicate`. Null text is never a duplicate.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import partial
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..config import require
+from ..dedup.drops import DropIds, write_drop_ids
+from ..dedup.exact import first_occurrence_drops, hash_keys, ids_at
 from ..registry import register
-from ..stage import Filter, GlobalStage, Stage, TaskMap
+from ..stage import GlobalStage, Stage, TaskMap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,47 +42,31 @@ def normalised(values: pa.ChunkedArray, cfg: ExactDedupConfig) -> pa.ChunkedArra
     return values
 
 
-def _hash64(values: pa.ChunkedArray) -> np.ndarray:
-    import xxhash
-
-    return np.array([xxhash.xxh3_64_intdigest(v.encode()) if v is not None else 0
-                     for v in values.to_pylist()], dtype=np.uint64)
-
-
-def _hash_shard(path: str, cfg: ExactDedupConfig) -> tuple[np.ndarray, list[str]]:
+def _hash_shard(path: str, cfg: ExactDedupConfig):
     table = pq.read_table(path, columns=["id", cfg.field])
-    return _hash64(normalised(table.column(cfg.field), cfg)), table.column("id").to_pylist()
+    hashes, valid = hash_keys(normalised(table.column(cfg.field), cfg))
+    return hashes, valid, table.column("id")
 
 
-class ApplyExactDedup(Filter):
+class ApplyExactDedup(DropIds):
     name = "exact_dedup_v1"
     Config = ExactDedupConfig
-
-    def __init__(self, config, drop_ids: frozenset[str]):
-        super().__init__(config)
-        self.drop_ids = pa.array(sorted(drop_ids), pa.string())
-
-    def reasons(self, table: pa.Table) -> pa.Array:
-        dup = pc.is_in(table.column("id"), value_set=self.drop_ids)
-        return pc.if_else(dup, pa.scalar("duplicate"), pa.scalar(None, pa.string()))
+    reason = "duplicate"
 
 
 @register
 class ExactDedup(GlobalStage):
+    """Exact duplicates of normalised text (first occurrence kept); drops `duplicate`."""
+
     name = "exact_dedup_v1"
     Config = ExactDedupConfig
 
-    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> frozenset[str]:
+    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> str:
         per_shard = tasks.map(partial(_hash_shard, cfg=self.config), shards)
-        seen: set[int] = set()
-        drop: set[str] = set()
-        for hashes, ids in per_shard:  # shard order, then row order: first occurrence is kept
-            for h, rid in zip(hashes.tolist(), ids):
-                if h in seen:
-                    drop.add(rid)
-                else:
-                    seen.add(h)
-        return frozenset(drop)
+        drops = first_occurrence_drops([h for h, _, _ in per_shard], [v for _, v, _ in per_shard])
+        os.makedirs(workdir, exist_ok=True)
+        return write_drop_ids(os.path.join(workdir, "exact_duplicates.parquet"),
+                              ids_at([i for _, _, i in per_shard], drops))
 
-    def bind(self, state: frozenset[str]) -> Stage:
+    def bind(self, state: str) -> Stage:
         return ApplyExactDedup(self.config, state)

@@ -1,0 +1,40 @@
+"""Exact keys (normalised text, normalised URL): 64-bit hashes per row and first-occurrence picks.
+
+`first_occurrence_drops` keeps, for every key, the row first in (shard, row) order and returns
+the global indices of the others; it is one `np.unique` over 8 bytes per row, not a Python set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_KEY_SEED = 0xD1CE
+
+
+def hash_keys(values: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hash per row, valid mask); null keys are invalid and never deduplicated."""
+    series = pl.Series(values) if not isinstance(values, pa.ChunkedArray) else pl.from_arrow(values)
+    valid = series.is_not_null().to_numpy()
+    return series.hash(seed=_KEY_SEED).to_numpy().astype(np.uint64, copy=False), valid
+
+
+def first_occurrence_drops(hashes: list[np.ndarray], valid: list[np.ndarray]) -> np.ndarray:
+    """Global row indices (shards concatenated in order) whose key appeared at an earlier row."""
+    if not hashes:
+        return np.zeros(0, np.int64)
+    all_h = np.concatenate(hashes)
+    all_valid = np.concatenate(valid)
+    rows = np.flatnonzero(all_valid)
+    _, first = np.unique(all_h[rows], return_index=True)  # index of the first occurrence of each key
+    keep = np.zeros(len(rows), bool)
+    keep[first] = True
+    return rows[~keep]
+
+
+def ids_at(ids: list[pa.ChunkedArray], global_idx: np.ndarray) -> pa.Array:
+    """`id` values at global row indices, given every shard's id column in order."""
+    table_ids = pa.chunked_array([c for col in ids for c in col.chunks], pa.string())
+    return pc.take(table_ids, pa.array(np.sort(global_idx)))
