@@ -1,0 +1,1 @@
+"""Code corpus: repository ingest helpers, license detection, language id, code heuristics."""
