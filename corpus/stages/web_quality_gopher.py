@@ -1,0 +1,231 @@
+"""Gopher quality and Gopher repetition rules (Rae et al. 2021, table A1), with the same
+decisions and reasons as datatrove 0.10.1's `GopherQualityFilter` and `GopherRepetitionFilter`.
+
+Both split words with spaCy like datatrove (corpus/web/words.py, once per text for both filters).
+What makes them fast: per-word facts (length, is it all punctuation, has a letter, is it a stop
+word) are looked up once per distinct word and summed per document with numpy; n-gram repeats are
+counted on hashes (corpus/web/ngrams.py) instead of millions of Python strings. The first failing
+check names the reason, in datatrove's order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ..config import require
+from ..registry import register
+from ..stage import Filter
+from ..web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
+from ..web.punctuation import PUNCTUATION_SET
+from ..web.words import split_words
+
+STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+
+
+def _texts(table: pa.Table) -> list[str]:
+    return [t or "" for t in table.column("text").to_pylist()]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GopherQualityConfig:
+    # A None or 0 threshold switches its check off (as in datatrove).
+    min_doc_words: int | None = 50
+    max_doc_words: int | None = 100000
+    min_avg_word_length: float | None = 3
+    max_avg_word_length: float | None = 10
+    max_symbol_word_ratio: float | None = 0.1
+    max_bullet_lines_ratio: float | None = 0.9
+    max_ellipsis_lines_ratio: float | None = 0.3
+    min_alpha_words_ratio: float | None = 0.8  # datatrove's `max_non_alpha_words_ratio`
+    min_stop_words: int | None = 2
+    stop_words: list[str] = field(default_factory=lambda: list(STOP_WORDS))
+
+    def __post_init__(self):
+        require(self.min_doc_words is None or self.min_doc_words >= 0,
+                f"min_doc_words must be >= 0; got {self.min_doc_words}")
+
+
+class _WordFacts:
+    """Per distinct word: (length, has a non-punctuation char, has a letter). Shared, bounded."""
+
+    def __init__(self):
+        self.facts: dict[str, tuple[int, bool, bool]] = {}
+
+    def get(self, word: str) -> tuple[int, bool, bool]:
+        fact = self.facts.get(word)
+        if fact is None:
+            if len(self.facts) > 500_000:
+                self.facts.clear()
+            fact = (len(word), any(c not in PUNCTUATION_SET for c in word), any(c.isalpha() for c in word))
+            self.facts[word] = fact
+        return fact
+
+
+_FACTS = _WordFacts()
+
+
+@register
+class GopherQuality(Filter):
+    """Drops `gopher_short_doc`, `gopher_long_doc`, `gopher_below_avg_threshold`,
+    `gopher_above_avg_threshold`, `gopher_too_many_hashes`, `gopher_too_many_ellipsis`,
+    `gopher_too_many_bullets`, `gopher_too_many_end_ellipsis`, `gopher_below_alpha_threshold`,
+    `gopher_enough_stop_words` (datatrove's names)."""
+
+    name = "gopher_quality_v1"
+    Config = GopherQualityConfig
+
+    def reasons(self, table: pa.Table) -> pa.Array:
+        cfg = self.config
+        texts = _texts(table)
+        words = split_words(texts)
+        n_docs = len(texts)
+        n_words = np.fromiter(map(len, words), np.int64, count=n_docs)
+        doc_of = np.repeat(np.arange(n_docs), n_words)
+        flat = [w for ws in words for w in ws]
+        facts = np.array([_FACTS.get(w) for w in flat], np.int64).reshape(-1, 3)
+        lengths, non_symbol, alpha = facts[:, 0], facts[:, 1], facts[:, 2]
+        n_non_symbol = np.bincount(doc_of, weights=non_symbol, minlength=n_docs)
+        chars_non_symbol = np.bincount(doc_of, weights=lengths * non_symbol, minlength=n_docs)
+        n_alpha = np.bincount(doc_of, weights=alpha, minlength=n_docs)
+        stop_index = {w: i for i, w in enumerate(sorted(set(cfg.stop_words)))}
+        stop_of = np.fromiter((stop_index.get(w, -1) for w in flat), np.int64, count=len(flat))
+        is_stop = stop_of >= 0
+        present = np.unique(doc_of[is_stop] * len(stop_index) + stop_of[is_stop])
+        n_stop = np.bincount(present // max(len(stop_index), 1), minlength=n_docs)
+
+        out: list[str | None] = []
+        for d, text in enumerate(texts):
+            out.append(self._first_failure(cfg, text, int(n_words[d]), int(n_non_symbol[d]),
+                                           float(chars_non_symbol[d]), int(n_alpha[d]), int(n_stop[d])))
+        return pa.array(out, pa.string())
+
+    @staticmethod
+    def _first_failure(cfg, text, n_words, n_non_symbol, chars_non_symbol, n_alpha, n_stop) -> str | None:
+        if cfg.min_doc_words and n_non_symbol < cfg.min_doc_words:
+            return "gopher_short_doc"
+        if cfg.max_doc_words and n_non_symbol > cfg.max_doc_words:
+            return "gopher_long_doc"
+        avg = chars_non_symbol / n_non_symbol if n_non_symbol else float("nan")
+        if cfg.min_avg_word_length and avg < cfg.min_avg_word_length:
+            return "gopher_below_avg_threshold"
+        if cfg.max_avg_word_length and avg > cfg.max_avg_word_length:
+            return "gopher_above_avg_threshold"
+        if cfg.max_symbol_word_ratio and text.count("#") / n_words > cfg.max_symbol_word_ratio:
+            return "gopher_too_many_hashes"
+        if cfg.max_symbol_word_ratio and (text.count("...") + text.count("…")) / n_words > cfg.max_symbol_word_ratio:
+            return "gopher_too_many_ellipsis"
+        if cfg.max_bullet_lines_ratio or cfg.max_ellipsis_lines_ratio:
+            lines = text.splitlines()
+            if cfg.max_bullet_lines_ratio:
+                bullets = sum(1 for s in lines if s.lstrip().startswith(("•", "-")))
+                if bullets / len(lines) > cfg.max_bullet_lines_ratio:
+                    return "gopher_too_many_bullets"
+            if cfg.max_ellipsis_lines_ratio:
+                ends = sum(1 for s in lines if s.rstrip().endswith(("...", "…")))
+                if ends / len(lines) > cfg.max_ellipsis_lines_ratio:
+                    return "gopher_too_many_end_ellipsis"
+        if cfg.min_alpha_words_ratio and n_alpha / n_words < cfg.min_alpha_words_ratio:
+            return "gopher_below_alpha_threshold"
+        if cfg.min_stop_words and n_stop < cfg.min_stop_words:
+            return "gopher_enough_stop_words"
+        return None
+
+
+def _default_top():
+    return [[2, 0.2], [3, 0.18], [4, 0.16]]
+
+
+def _default_dup():
+    return [[5, 0.15], [6, 0.14], [7, 0.13], [8, 0.12], [9, 0.11], [10, 0.10]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GopherRepetitionConfig:
+    dup_line_frac: float | None = 0.3
+    dup_para_frac: float | None = 0.3
+    dup_line_char_frac: float | None = 0.2
+    dup_para_char_frac: float | None = 0.2
+    top_n_grams: list[list[float]] = field(default_factory=_default_top)  # [n, max char fraction]
+    dup_n_grams: list[list[float]] = field(default_factory=_default_dup)
+
+    def __post_init__(self):
+        for key in ("top_n_grams", "dup_n_grams"):
+            for pair in getattr(self, key):
+                require(len(pair) == 2 and int(pair[0]) == pair[0] and pair[0] >= 1,
+                        f"{key} entries are [n, fraction] with integer n >= 1; got {pair}")
+
+
+def _duplicates(items: list[str]) -> tuple[int, int]:
+    """(repeated elements, their characters), counting every occurrence after the first."""
+    seen: set[str] = set()
+    n = chars = 0
+    for item in items:
+        if item in seen:
+            n += 1
+            chars += len(item)
+        else:
+            seen.add(item)
+    return n, chars
+
+
+_PARAGRAPHS = re.compile(r"\n{2,}")
+_LINES = re.compile("\n+")
+
+
+@register
+class GopherRepetition(Filter):
+    """Drops `empty`, `dup_para_frac`, `dup_para_char_frac`, `dup_line_frac`, `dup_line_char_frac`,
+    `top_{n}_gram`, `duplicated_{n}_n_grams` (datatrove's names)."""
+
+    name = "gopher_repetition_v1"
+    Config = GopherRepetitionConfig
+
+    def reasons(self, table: pa.Table) -> pa.Array:
+        texts = _texts(table)
+        out: list[str | None] = [None] * len(texts)
+        need_words = []
+        for i, text in enumerate(texts):
+            out[i] = self._line_checks(text)
+            if out[i] is None:
+                need_words.append(i)
+        words = split_words([texts[i] for i in need_words])
+        for i, ws in zip(need_words, words):
+            out[i] = self._ngram_checks(texts[i], ws)
+        return pa.array(out, pa.string())
+
+    def _line_checks(self, text: str) -> str | None:
+        cfg = self.config
+        if not text:
+            return "empty"
+        paragraphs = _PARAGRAPHS.split(text.strip())
+        n_dup, dup_chars = _duplicates(paragraphs)
+        if cfg.dup_para_frac and n_dup / len(paragraphs) > cfg.dup_para_frac:
+            return "dup_para_frac"
+        if cfg.dup_para_char_frac and dup_chars / len(text) > cfg.dup_para_char_frac:
+            return "dup_para_char_frac"
+        lines = _LINES.split(text)
+        n_dup, dup_chars = _duplicates(lines)
+        if cfg.dup_line_frac and n_dup / len(lines) > cfg.dup_line_frac:
+            return "dup_line_frac"
+        if cfg.dup_line_char_frac and dup_chars / len(text) > cfg.dup_line_char_frac:
+            return "dup_line_char_frac"
+        return None
+
+    def _ngram_checks(self, text: str, words: list[str]) -> str | None:
+        cfg = self.config
+        n_chars = len(text)
+        spaced = JoinedWords(words, " ")
+        for n, frac in cfg.top_n_grams:
+            hashes, lengths = spaced.ngrams(int(n))
+            if len(hashes) and top_ngram_chars(hashes, lengths) / n_chars > frac:
+                return f"top_{int(n)}_gram"
+        glued = JoinedWords(words, "")
+        for n, frac in cfg.dup_n_grams:
+            hashes, lengths = glued.ngrams(int(n))
+            if duplicated_ngram_chars(hashes, lengths, int(n)) / n_chars > frac:
+                return f"duplicated_{int(n)}_n_grams"
+        return None
