@@ -7,9 +7,10 @@ from manifests.errors import ConfigError
 from .base import InputFile, Reader, stable_id, stable_ids
 from .jsonl import JsonlReader
 from .parquet import ParquetReader
+from .repos import ReposReader
 from .warc import WarcReader
 
-READERS: dict[str, type[Reader]] = {r.format: r for r in (JsonlReader, ParquetReader, WarcReader)}
+READERS: dict[str, type[Reader]] = {r.format: r for r in (JsonlReader, ParquetReader, WarcReader, ReposReader)}
 
 
 def make_reader(fmt: str, options: dict | None = None) -> Reader:
