@@ -78,17 +78,11 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 def _powers(base: np.uint64, n: int) -> np.ndarray:
-    out = np.empty(n, np.uint64)
+    """base**0 .. base**(n-1) mod 2**64 (cumprod wraps like the hashes do)."""
+    out = np.full(n, base, np.uint64)
     if n:
         out[0] = 1
-        with np.errstate(over="ignore"):
-            # repeated doubling keeps this vectorised: out[k:2k] = out[:k] * base**k
-            k, step = 1, base
-            while k < n:
-                m = min(k, n - k)
-                out[k:k + m] = out[:m] * step
-                step = step * step
-                k += m
+        np.cumprod(out, out=out)
     return out
 
 

@@ -31,7 +31,8 @@ MAX_RECORD_ERRORS_KEPT = 20
 READ_STAGE = "read"
 
 REJECTS_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("text", pa.string()),
-                            (DROP_STAGE, pa.string()), (DROP_REASON, pa.string())])
+                            (DROP_STAGE, pa.string()), (DROP_REASON, pa.string()),
+                            ("drop_detail", pa.string())])  # optional JSON a stage adds (what matched)
 
 
 @dataclass
