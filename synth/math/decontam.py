@@ -70,7 +70,7 @@ class DecontamConfig:
 
 @register
 class MathDecontam(Filter):
-    name = "math_decontam_v1"
+    name = "math_seed_decontam_v1"
     Config = DecontamConfig
 
     def reasons(self, table: pa.Table) -> pa.Array:
