@@ -1,0 +1,1 @@
+"""Synthetic-data stages; every module here is imported by corpus.registry (adding a stage = adding a file)."""
