@@ -14,9 +14,12 @@ $(BIN)/python:
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
 
 REQS    := $(sort $(wildcard requirements/*.txt))
+# Wheels whose declared deps must not be installed (see the comments inside each file).
+NODEPS  := $(sort $(wildcard requirements/nodeps/*.txt))
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS)
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS) $(NODEPS)
 	$(PIP) -e ".[ray,test]" $(addprefix -r ,$(REQS))
+	$(if $(NODEPS),$(PIP) --no-deps $(addprefix -r ,$(NODEPS)))
 	@touch $(STAMP)
 
 install: $(STAMP)
