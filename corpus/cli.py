@@ -39,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(func=cmd_run)
     stages = csub.add_parser("stages", help="list registered stages and their options")
     stages.set_defaults(func=cmd_stages)
+    from .classify.cli import add_subcommand as add_train_classifier
+
+    add_train_classifier(csub)  # `corpus train-classifier` (corpus/classify/cli.py)
 
 
 def cmd_run(args) -> int:
