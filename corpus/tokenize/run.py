@@ -136,8 +136,8 @@ def tokenize_version(catalog: Catalog, source: DatasetVersion | str, tokenizer: 
         found = find_tokenized(catalog, source, tokenizer, field)
         if found is not None:
             return found
+    dtype = token_dtype(tokenizer.vocab_size)  # imports megatron-core (seconds), kept out of the timing
     start = time.perf_counter()
-    dtype = token_dtype(tokenizer.vocab_size)
     name = tokenized_name(source, tokenizer)
     settings = {"text_field": field, "rows_per_task": config.rows_per_task, "dtype": dtype, "eod_id": tokenizer.eod_id}
     run_key = config_hash({"source": source.version_id, "tokenizer": tokenizer.model_sha256, **settings})
