@@ -1,0 +1,103 @@
+"""WARC rows (`content` bytes, `content_type`, `url`) -> `text`, `title`, `date`, `charset`.
+
+Cheap decisions first, so that the extractor only sees pages worth its time: an empty payload
+(`empty_payload`), a page over `max_html_bytes` (`html_too_large`), bytes that do not look like
+markup (`not_html`). Then charset decoding (corpus/web/charset.py) and extraction under a
+per-record time limit (`extract_timeout`); a page the extractor chokes on is `extract_error`, one
+with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
+`keep_content`. Counters: pages per extractor used and per charset source.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+
+from ..config import require
+from ..registry import register
+from ..stage import Mapper, StageResult, drop_by_reason, with_columns
+from ..web.extract import ExtractTimeout, extract_page, time_limit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebExtractConfig:
+    extractor: Literal["hybrid", "resiliparse", "trafilatura"] = "hybrid"
+    fallback_below_chars: int = 200  # hybrid: trafilatura decides when resiliparse gives less
+    trafilatura_fast: bool = False  # skip trafilatura's own fallback extractors
+    favor_precision: bool = False  # trafilatura's precision mode
+    timeout_s: float = 5.0  # per record; 0 = no limit
+    max_html_bytes: int = 4 << 20
+    keep_content: bool = False
+
+    def __post_init__(self):
+        require(self.timeout_s >= 0, f"timeout_s must be >= 0 (0 = no limit); got {self.timeout_s}")
+        require(self.max_html_bytes > 0, f"max_html_bytes must be > 0; got {self.max_html_bytes}")
+        require(self.fallback_below_chars >= 0, f"fallback_below_chars must be >= 0; got {self.fallback_below_chars}")
+
+
+def _looks_like_markup(content: bytes) -> bool:
+    return b"<" in content[:2048]
+
+
+@register
+class WebExtract(Mapper):
+    name = "web_extract_v1"
+    Config = WebExtractConfig
+
+    def apply(self, table: pa.Table) -> StageResult:
+        out, reasons, counters = self._extract(table)
+        result = drop_by_reason(self.name, out, reasons, original=table)
+        result.stats.counters.update(counters)
+        return result
+
+    def transform(self, table: pa.Table):
+        out, reasons, _ = self._extract(table)
+        return out, reasons
+
+    def _extract(self, table: pa.Table):
+        cfg = self.config
+        n = table.num_rows
+        contents = table.column("content").to_pylist()
+        types = table.column("content_type").to_pylist() if "content_type" in table.schema.names else [None] * n
+        urls = table.column("url").to_pylist() if "url" in table.schema.names else [None] * n
+        texts, titles, dates, charsets = [None] * n, [None] * n, [None] * n, [None] * n
+        reasons: list[str | None] = [None] * n
+        counters: Counter = Counter()
+        for i, (content, ctype, url) in enumerate(zip(contents, types, urls)):
+            if not content:
+                reasons[i] = "empty_payload"
+                continue
+            if len(content) > cfg.max_html_bytes:
+                reasons[i] = "html_too_large"
+                continue
+            if not _looks_like_markup(content):
+                reasons[i] = "not_html"
+                continue
+            try:
+                with time_limit(cfg.timeout_s):
+                    page = extract_page(content, ctype, url, extractor=cfg.extractor,
+                                        fallback_below_chars=cfg.fallback_below_chars,
+                                        trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision)
+            except ExtractTimeout:
+                reasons[i] = "extract_timeout"
+                continue
+            except Exception as exc:  # a broken page must not stop the task; it is counted
+                log.debug("extraction failed for %s: %s", url, exc)
+                reasons[i] = "extract_error"
+                continue
+            texts[i], titles[i], dates[i], charsets[i] = page.text, page.title, page.date, page.charset
+            counters[f"extractor_{page.extractor}"] += 1
+            counters[f"charset_{page.charset.split('(')[-1].rstrip(')')}"] += 1
+            if not page.text:
+                reasons[i] = "empty_text"
+        out = with_columns(table, {"text": pa.array(texts, pa.string()), "title": pa.array(titles, pa.string()),
+                                   "date": pa.array(dates, pa.string()), "charset": pa.array(charsets, pa.string())})
+        if not cfg.keep_content:
+            out = out.drop_columns(["content"])
+        return out, pa.array(reasons, pa.string()), dict(counters)
