@@ -3,13 +3,16 @@
 - `code_license_v1`: keeps rows whose `license` (an SPDX expression, from the repos reader or a
   dataset's own column) is in the permissive set; drops the rest with `license:<expression>`
   (`license:unknown` when none was found). OR needs one allowed branch, AND needs all.
-- `license_select_v1`: the same decision for public/licensed datasets whose license column uses
-  other names (`cc-by-4.0`, `apache-2.0`, lists): values are canonicalised to SPDX ids first.
+- `license_select_v1`: the same decision for public/licensed datasets whose license column holds
+  ids in any case (`cc-by-4.0`), lists, or names in words ("Creative Commons Attribution 3.0
+  Unported License"): values become SPDX expressions first (ids directly, names through the
+  license phrase index); a name that matches nothing is `unknown`.
 - `code_language_v1`: keeps code files in the listed languages (`not_code`, `language:<name>`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -77,7 +80,7 @@ class LicenseSelect(Filter):
 
     def reasons(self, table: pa.Table) -> pa.Array:
         from ..code.license_index import load_index
-        from ..code.license_match import canonical_expression
+        from ..code.license_match import canonical_expression, match_text
 
         values = _license_column(table, self.config.field, self.name)
         index = None
@@ -89,7 +92,12 @@ class LicenseSelect(Filter):
             if not isinstance(v, str) or not v.strip():
                 return UNKNOWN
             index = index or load_index()
-            return canonical_expression(index, v)
+            expr = canonical_expression(index, v)
+            ids = [t for t in re.findall(r"[A-Za-z0-9][A-Za-z0-9.+\-_]*", expr) if t not in ("AND", "OR", "WITH")]
+            if all(i.lower() in index.spdx_ids for i in ids):
+                return expr
+            found = match_text(v, index=index)  # a license name in words: `CC BY-NC-SA 4.0 International`
+            return found.expression if found else UNKNOWN
 
         return _reasons(values, self.config.allow, canon)
 

@@ -1,0 +1,118 @@
+"""Keep the LaTeX of a page's formulas when turning HTML into text.
+
+Pages carry math as MathJax sources (`<script type="math/tex">`), as MathML (`<math>`, with a TeX
+annotation when KaTeX or MathJax 3 rendered it), or as images with LaTeX alt text. Rendered
+copies (MathJax preview spans, KaTeX's HTML half) would otherwise show up as garbled symbols next
+to the source, so they are removed. MathML without a TeX annotation goes through the mmltex XSLT
+stylesheets (../shared/data/math_web/openwebmath_lists/mmltex) with lxml.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+
+from lxml import etree, html
+
+from ..code.paths import shared_data
+
+log = logging.getLogger("cidermill.math")
+
+MATHML_NS = "http://www.w3.org/1998/Math/MathML"
+BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table",
+              "section", "article", "header", "footer", "dd", "dt", "hr", "br", "figure", "figcaption"}
+# rendered copies of a formula whose source is kept elsewhere (a script, a MathML annotation)
+RENDERED_CLASSES = {"MathJax_Preview", "MathJax_Display", "MathJax", "MathJax_SVG", "MathJax_CHTML",
+                    "MathJax_SVG_Display", "MJX_Assistive_MathML", "katex-html"}
+
+
+@functools.lru_cache(maxsize=1)
+def _mmltex() -> etree.XSLT | None:
+    try:
+        path = shared_data("math_web", "openwebmath_lists", "mmltex", "mmltex.xsl")
+        return etree.XSLT(etree.parse(str(path)))
+    except Exception as exc:  # the shared data is optional here: fall back to the MathML's text
+        log.warning("MathML -> LaTeX stylesheet unavailable (%s); using MathML text", exc)
+        return None
+
+
+def mathml_to_latex(math_el) -> str:
+    for ann in math_el.iter("annotation", f"{{{MATHML_NS}}}annotation"):
+        if (ann.get("encoding") or "").lower() in ("application/x-tex", "tex", "latex"):
+            return (ann.text or "").strip()
+    xslt = _mmltex()
+    if xslt is not None:
+        markup = etree.tostring(math_el, encoding="unicode")
+        markup = re.sub(r"^<math\b(?![^>]*xmlns=)", f'<math xmlns="{MATHML_NS}"', markup)
+        try:
+            return str(xslt(etree.fromstring(markup))).strip().strip("$").strip()
+        except (etree.XMLSyntaxError, etree.XSLTApplyError):
+            pass
+    return " ".join("".join(math_el.itertext()).split())
+
+
+def _replace(el, text: str) -> None:
+    """Replace `el` by a text node holding `text` (kept in document order with its tail)."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    combined = text + (el.tail or "")
+    prev = el.getprevious()
+    if prev is not None:
+        prev.tail = (prev.tail or "") + combined
+    else:
+        parent.text = (parent.text or "") + combined
+    parent.remove(el)
+
+
+def latexify(root) -> None:
+    """Rewrite formulas inside `root` (an lxml element) to `$...$` / `$$...$$` text, in place."""
+    for el in list(root.iter()):
+        if not isinstance(el.tag, str) or el.getparent() is None:
+            continue
+        if el.tag == "mjx-math":  # MathJax 3's rendering; its <mjx-assistive-mml><math> copy stays
+            el.drop_tree()
+        elif el.tag != "mjx-container" and RENDERED_CLASSES & set((el.get("class") or "").split()):
+            el.drop_tree()
+    for el in list(root.iter("script")):
+        kind = (el.get("type") or "").lower()
+        if kind.startswith("math/tex"):
+            tex = (el.text or "").strip()
+            _replace(el, f"$${tex}$$" if "mode=display" in kind else f"${tex}$")
+    for el in list(root.iter("math", f"{{{MATHML_NS}}}math")):
+        tex = mathml_to_latex(el)
+        _replace(el, f"$${tex}$$" if el.get("display") == "block" else f"${tex}$")
+    for el in list(root.iter("img")):
+        alt, src = (el.get("alt") or "").strip(), el.get("src") or ""
+        if alt and ("tex" in (el.get("class") or "") or "latex" in src or "codecogs" in src):
+            _replace(el, f"${alt}$")
+
+
+def node_text(el) -> str:
+    """Text of an element with line breaks between blocks (lxml's text_content() runs them together)."""
+    for sub in el.iter():
+        if isinstance(sub.tag, str) and sub.tag in BLOCK_TAGS:
+            sub.tail = "\n" + (sub.tail or "")
+            if sub.tag in ("p", "pre", "blockquote", "li") or sub.tag.startswith("h"):
+                sub.text = "\n" + (sub.text or "")
+    text = el.text_content()
+    text = re.sub(r"[ \t\r\f\v]+", " ", text)
+    text = re.sub(r" *\n *", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def parse_html(markup: str | bytes):
+    if isinstance(markup, bytes):
+        return html.document_fromstring(markup)
+    return html.document_fromstring(markup.encode("utf-8"), parser=html.HTMLParser(encoding="utf-8"))
+
+
+def page_text(markup: str | bytes) -> str:
+    """Whole-page text with formulas as LaTeX (scripts and styles removed)."""
+    root = parse_html(markup)
+    latexify(root)
+    for el in list(root.iter("script", "style", "noscript", "template")):
+        el.drop_tree()
+    body = root.find("body")
+    return node_text(body if body is not None else root)

@@ -1,0 +1,86 @@
+"""`math_qa_extract_v1`: HTML -> question and answers (formulas as LaTeX) in `text`.
+
+Rows whose page has Q&A markup get `text` = title, question and answers (accepted first, then by
+votes), plus qa__n_answers, qa__accepted_score, qa__best_score. Pages without Q&A markup either
+drop (`no_qa`), or, with `fallback: page_text`, keep the whole page's text with formulas as LaTeX.
+Answers under `min_answer_score` are left out; a question left with no answers drops
+(`no_answer`) when `require_answer` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+
+from manifests.errors import ConfigError
+
+from ..config import require
+from ..math.html_math import page_text
+from ..math.qa import extract_qa
+from ..registry import register
+from ..stage import Mapper, with_columns
+
+log = logging.getLogger("cidermill.math")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MathQAConfig:
+    field: str = "html"  # the HTML column (`content` for WARC rows, string or binary)
+    fallback: Literal["drop", "page_text"] = "drop"
+    min_answer_score: int | None = None  # answers below this vote count are left out
+    require_answer: bool = True
+    max_answers: int | None = 3
+
+    def __post_init__(self):
+        require(self.max_answers is None or self.max_answers >= 1, f"max_answers must be >= 1; got {self.max_answers}")
+
+
+@register
+class MathQAExtract(Mapper):
+    """Question + answers from Q&A-site HTML into `text`, formulas kept as LaTeX."""
+
+    name = "math_qa_extract_v1"
+    Config = MathQAConfig
+
+    def transform(self, table: pa.Table):
+        cfg = self.config
+        if cfg.field not in table.schema.names:
+            raise ConfigError(f"{self.name}: no column {cfg.field!r}; set `field:` to the HTML column")
+        texts, reasons, n_answers, accepted, best = [], [], [], [], []
+        old_text = table.column("text").to_pylist() if "text" in table.schema.names else [None] * table.num_rows
+        for markup, old in zip(table.column(cfg.field).to_pylist(), old_text):
+            text, reason, n, acc, top = old, None, 0, None, None
+            try:
+                qa = extract_qa(markup) if markup else None
+            except Exception as exc:  # lxml on a broken page: count it, keep going
+                log.debug("unparsable page: %s", exc)
+                qa, reason = None, "bad_html"
+            if qa is not None:
+                if cfg.min_answer_score is not None:
+                    qa.answers = [a for a in qa.answers if (a.score or 0) >= cfg.min_answer_score]
+                n = len(qa.answers)
+                acc = next((a.score for a in qa.answers if a.accepted), None)
+                top = max((a.score for a in qa.answers if a.score is not None), default=None)
+                text = qa.to_text(max_answers=cfg.max_answers)
+                if cfg.require_answer and not qa.answers:
+                    reason = "no_answer"
+            elif reason is None:
+                if cfg.fallback == "page_text" and markup:
+                    text = page_text(markup)
+                else:
+                    reason = "no_qa"
+            texts.append(text)
+            reasons.append(reason)
+            n_answers.append(n)
+            accepted.append(acc)
+            best.append(top)
+        out = with_columns(table, {
+            "text": pa.array(texts, pa.string()),
+            "qa__n_answers": pa.array(n_answers, pa.int32()),
+            "qa__accepted_score": pa.array(accepted, pa.int32()),
+            "qa__best_score": pa.array(best, pa.int32()),
+        })
+        return out, pa.array(reasons, pa.string())
