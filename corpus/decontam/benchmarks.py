@@ -62,7 +62,9 @@ def load_items(name: str, folder: Path) -> list[Item]:
         fix = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(READERS))}"
         raise ConfigError(f"unknown benchmark {name!r}; {fix}")
     try:
-        return [Item(i.item_id, tuple(_clean(s) for s in i.segments if s)) for i in READERS[name](folder)]
+        items = (Item(i.item_id, tuple(c for c in (_clean(s) for s in i.segments if s) if c.strip()))
+                 for i in READERS[name](folder))
+        return [i for i in items if i.segments]  # an item with no text cannot leak
     except FileNotFoundError as exc:
         raise ConfigError(f"benchmark {name!r}: {exc.filename} not found; set benchmarks_dir or "
                           f"CIDERMILL_BENCHMARKS to the benchmarks folder (now {folder})") from None

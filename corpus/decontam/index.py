@@ -62,7 +62,12 @@ class NgramIndex:
         item_ids, item_bench, seg_texts, seg_item = [], [], [], []
         for b, name in enumerate(benchmarks):
             for it in items[name]:
-                for s in it.segments:
+                segs = list(it.segments)
+                if len(segs) > 1 and max(len(s.split()) for s in segs) < max_n:
+                    # an item made only of short fields (question + choices) is also indexed whole,
+                    # so a copy of the entire item is found even if no field alone is long enough
+                    segs.append("\n".join(segs))
+                for s in segs:
                     seg_texts.append(s)
                     seg_item.append(len(item_ids))
                 item_ids.append(it.item_id)
