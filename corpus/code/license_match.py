@@ -30,6 +30,33 @@ class Match:
     score: float  # dice / coverage / share of words covered by phrases
 
 
+def _matrix(index: LicenseIndex):
+    """Candidates x words as CSR, rows sorted by size (built once per index, in memory)."""
+    cached = _MATRICES.get(id(index))
+    if cached is None:
+        import scipy.sparse as sp
+
+        n_cand, n_vocab = len(index.full_exprs), len(index.vocab)
+        csc = sp.csc_matrix((np.ones(len(index.cand_ids), np.float32), index.cand_ids, index.indptr),
+                            shape=(n_cand, n_vocab))
+        order = np.argsort(index.full_sizes, kind="stable")
+        cached = (order, index.full_sizes[order], csc.tocsr()[order])
+        _MATRICES[id(index)] = cached
+    return cached
+
+
+_MATRICES: dict[int, tuple] = {}
+
+
+def _rows(matrix, lo: int, hi: int):
+    """Rows lo:hi of a CSR matrix as a view (scipy's slicing copies them)."""
+    import scipy.sparse as sp
+
+    a, b = matrix.indptr[lo], matrix.indptr[hi]
+    return sp.csr_matrix((matrix.data[a:b], matrix.indices[a:b], matrix.indptr[lo:hi + 1] - a),
+                         shape=(hi - lo, matrix.shape[1]), copy=False)
+
+
 def dice_match(index: LicenseIndex, ws: list[str], title: list[str] = ()) -> Match | None:
     distinct = set(ws)
     if len(distinct) < 10:
@@ -37,16 +64,21 @@ def dice_match(index: LicenseIndex, ws: list[str], title: list[str] = ()) -> Mat
     ids = np.fromiter((index.vocab[w] for w in distinct if w in index.vocab), np.int64)
     if not len(ids):
         return None
-    starts, ends = index.indptr[ids], index.indptr[ids + 1]
-    lengths = ends - starts
-    # gather all postings of the query words: offsets of each posting inside cand_ids
-    offsets = np.repeat(starts - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) + np.arange(lengths.sum())
-    inter = np.bincount(index.cand_ids[offsets], minlength=len(index.full_exprs))
-    dice = 2.0 * inter / (len(distinct) + index.full_sizes)
+    order, sizes, matrix = _matrix(index)
+    query = np.zeros(len(index.vocab), np.float32)
+    query[ids] = 1.0
+    n_q = len(distinct)
+    # Dice >= DICE_MIN is only reachable for texts of a similar size: score just those rows first
+    lo = int(np.searchsorted(sizes, n_q * DICE_MIN / (2 - DICE_MIN), "left"))
+    hi = int(np.searchsorted(sizes, n_q * (2 - DICE_MIN) / DICE_MIN, "right"))
+    dice = np.zeros(len(order))
+    dice[order[lo:hi]] = 2.0 * _rows(matrix, lo, hi).dot(query) / (n_q + sizes[lo:hi])
     best = _pick(index, dice, DICE_MIN, title)
     if best is not None:
         return Match(index.full_exprs[best], "dice", float(dice[best]))
     # a file holding a whole license text plus more (appended notices): coverage of the license
+    inter = np.zeros(len(order))
+    inter[order] = matrix @ query
     cover = np.where(index.full_sizes >= 40, inter / index.full_sizes, 0.0)
     best = _pick(index, cover, COVER_MIN, title)
     if best is not None:

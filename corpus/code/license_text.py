@@ -19,7 +19,7 @@ _COPYRIGHT_LINE = re.compile(
 _RIGHTS = re.compile(r"all rights reserved\.?", re.IGNORECASE)
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\(?(?:\d{1,2}|[a-z]|[ivx]{1,4})[.)])\s+", re.IGNORECASE | re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+\+?")  # `gplv2+`: the plus means "or later"
-_QUOTES = str.maketrans({c: " " for c in "\"'`‘’“”«»„"})
+_QUOTES = re.compile("[\"'`‘’“”«»„]")
 
 # SPDX equivalent words (equivalentwords.txt), single-word pairs only: variant -> canonical.
 _EQUIVALENT = {
@@ -47,7 +47,7 @@ def normalize(text: str, *, strip_copyright: bool = True) -> str:
         text = _COPYRIGHT_LINE.sub("", text)
         text = _RIGHTS.sub(" ", text)
     text = _LIST_MARKER.sub(" ", text)
-    text = text.translate(_QUOTES).lower()
+    text = _QUOTES.sub(" ", text).lower()
     text = re.sub(r"https?://", "", text)
     return text
 
