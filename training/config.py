@@ -1,0 +1,139 @@
+"""Training run configuration: YAML files map one to one onto these frozen dataclasses.
+
+Each component owns its part (`OptimConfig` in optim/, `ParallelConfig` in parallel.py, `ModelShape` in
+model/); this file only assembles them and checks what spans components. Everything is validated before
+any work starts; errors name the key and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from manifests.errors import ConfigError
+
+from .model.shapes import ModelShape, get_shape
+from .optim.builder import OptimConfig
+from .parallel import ParallelConfig
+
+STAGES = ("core", "continued", "context-lengthening")  # the mixture manifests' stage names
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    mixture: str | None = None  # mixture manifest: catalog reference or path to its JSON
+    blend: tuple[tuple[float, str], ...] = ()  # or hand-made (weight, prefix) pairs
+    vocab_size: int | None = None  # for hand-made blends (a mixture manifest carries these)
+    eod_id: int | None = None
+    root: str | None = None  # data root (catalog) for `mixture` references
+    valid_samples: int = 64
+    cache_dir: str | None = None  # megatron's index cache; default <run dir>/data-cache
+
+    def __post_init__(self):
+        if bool(self.mixture) == bool(self.blend):
+            raise ConfigError("data: give exactly one of `mixture` (a mixture manifest) or `blend` "
+                              "([[weight, prefix], ...])")
+        if self.blend and (self.vocab_size is None or self.eod_id is None):
+            raise ConfigError("data.blend needs data.vocab_size and data.eod_id (the tokenizer's facts)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistillConfig:
+    teacher: str | None = None  # checkpoint directory of the teacher (online top-1)
+    teacher_top1: str | None = None  # or precomputed top-1 ids (prefix written by `distill.precompute_top1`)
+    teacher_weight: float = 0.9  # weight of the teacher's top-1 label in the target
+
+    def __post_init__(self):
+        if bool(self.teacher) == bool(self.teacher_top1):
+            raise ConfigError("distill: give exactly one of `teacher` (checkpoint) or `teacher_top1` (precomputed)")
+        if not 0 <= self.teacher_weight <= 1:
+            raise ConfigError(f"distill.teacher_weight must be in [0, 1]; got {self.teacher_weight}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    name: str
+    stage: str = "core"
+    model: ModelShape
+    data: DataConfig
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    distill: DistillConfig | None = None
+    seq_length: int | None = None  # None: the mixture manifest's; a hand-made blend needs it
+    rotary_base: int = 500_000
+    global_batch: int = 8  # sequences per optimizer step, over all data-parallel ranks
+    micro_batch: int = 8  # sequences per forward pass on one rank
+    steps: int | None = None  # None: the mixture's token budget / (global_batch * seq_length)
+    seed: int = 1234  # model init; the data order uses the mixture's seed (this one for hand-made blends)
+    init_from: str | None = None  # previous stage's checkpoint: weights only, fresh optimizer and schedule
+    out_dir: str = "runs/train"
+    save_every: int = 0  # 0: only at the end
+    eval_every: int = 0  # 0: only at the end
+    log_every: int = 10
+
+    def __post_init__(self):
+        if self.stage not in STAGES:
+            raise ConfigError(f"stage must be one of {STAGES}; got {self.stage!r} in {self.name}")
+        if (self.seq_length is not None and self.seq_length <= 0) or (self.steps is not None and self.steps <= 0):
+            raise ConfigError(f"{self.name}: seq_length and steps must be > 0")
+        if self.data.blend and (self.seq_length is None or self.steps is None):
+            raise ConfigError(f"{self.name}: a hand-made data.blend needs seq_length and steps in the config")
+        if self.micro_batch <= 0 or self.global_batch % self.micro_batch:
+            raise ConfigError(f"{self.name}: global_batch ({self.global_batch}) must be a multiple of "
+                              f"micro_batch ({self.micro_batch})")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, raw: dict, where: str):
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(raw) - names
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+    try:
+        return cls(**raw)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def from_dict(raw: dict, *, where: str = "config") -> TrainConfig:
+    raw = dict(raw)
+    model = raw.pop("model", None)
+    if not isinstance(model, dict) or "shape" not in model:
+        raise ConfigError(f"{where}: `model: {{shape: NAME, ...overrides}}` is required")
+    model = dict(model)
+    shape = get_shape(model.pop("shape"), **model)
+    data = dict(raw.pop("data", {}) or {})
+    if "blend" in data:
+        data["blend"] = tuple((float(w), str(p)) for w, p in data["blend"])
+    parts = {
+        "model": shape,
+        "data": _build(DataConfig, data, f"{where}: data"),
+        "optim": _build(OptimConfig, dict(raw.pop("optim", {}) or {}), f"{where}: optim"),
+        "parallel": _build(ParallelConfig, dict(raw.pop("parallel", {}) or {}), f"{where}: parallel"),
+    }
+    if raw.get("distill"):
+        parts["distill"] = _build(DistillConfig, dict(raw.pop("distill")), f"{where}: distill")
+    raw.pop("distill", None)
+    return _build(TrainConfig, {**raw, **parts}, where)
+
+
+def load_config(path: str | Path, **overrides) -> TrainConfig:
+    """Read a YAML run config; `overrides` replace top-level keys (e.g. out_dir, steps)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a run config is a mapping of keys")
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    return from_dict(raw, where=str(path))
+
+
+def with_(cfg: TrainConfig, **changes) -> TrainConfig:
+    return dataclasses.replace(cfg, **changes)

@@ -1,0 +1,160 @@
+"""Training data: a weighted blend of Megatron indexed datasets (.bin/.idx) -> deterministic batches.
+
+A blend is what a mixture manifest exports: `(weight, prefix)` pairs over tokenized datasets, plus the
+tokenizer's vocabulary size and end-of-document id. megatron-core's BlendedMegatronDatasetBuilder turns it
+into a train and a held-out split whose sample order is a pure function of (blend, sequence length, seed,
+sample counts), so the data position is just the number of samples consumed: resuming at sample k replays
+exactly what an uninterrupted run would have seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from manifests.errors import ConfigError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blend:
+    components: tuple[tuple[float, str], ...]  # (weight, .bin/.idx prefix)
+    vocab_size: int
+    eod_id: int
+    source_id: str = ""  # mixture manifest `name@version_id`, or "" for hand-made blends (then hashed)
+    # what a mixture manifest fixes for its stage (None for hand-made blends: the run config says)
+    seq_length: int | None = None
+    num_samples: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self):
+        if not self.components:
+            raise ConfigError("data blend is empty; give at least one (weight, prefix) pair")
+        for weight, prefix in self.components:
+            if weight <= 0:
+                raise ConfigError(f"data blend: weight of {prefix} must be > 0; got {weight}")
+            for ext in (".bin", ".idx"):
+                if not os.path.exists(prefix + ext):
+                    raise ConfigError(f"data blend: {prefix}{ext} does not exist (tokenize the dataset first)")
+        if not 0 <= self.eod_id < self.vocab_size:
+            raise ConfigError(f"data blend: eod_id {self.eod_id} outside the vocabulary (size {self.vocab_size})")
+
+    @property
+    def id(self) -> str:
+        if self.source_id:
+            return self.source_id
+        text = json.dumps([[w, p] for w, p in self.components] + [self.vocab_size, self.eod_id])
+        return "blend-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def megatron_blend(self) -> list[str]:
+        """The `w1 p1 w2 p2 ...` list Megatron-LM's --data-path takes."""
+        return [str(x) for w, p in self.components for x in (w, p)]
+
+
+def blend_from_mixture(ref: str, *, root: str | None = None) -> Blend:
+    """A published mixture (`demo-core`, `demo-core@3fa2`, under the data root) or a mixture.json path."""
+    from manifests.catalog import Catalog
+    from manifests.mixture import MixtureManifest
+
+    if ref.endswith(".json") or os.path.isfile(ref):
+        m = MixtureManifest.read(ref, root=root)
+        version_id = Path(ref).resolve().parent.name
+    else:
+        if root is None:
+            raise ConfigError(f"data.mixture {ref!r} is a catalog reference; set data.root (the data root)")
+        version = Catalog(root).resolve(ref)
+        m = MixtureManifest.open(root, f"{version.name}@{version.version_id}")
+        version_id = version.version_id
+    prefixes, weights = m.megatron_blend()
+    vocab_size, eod_id = m.tokenizer.get("vocab_size"), m.tokenizer.get("eod_id")
+    if vocab_size is None or eod_id is None:
+        raise ConfigError(f"mixture {m.name}: its tokenizer entry lacks vocab_size/eod_id; rebuild the mixture")
+    return Blend(components=tuple(zip(weights, prefixes)), vocab_size=int(vocab_size), eod_id=int(eod_id),
+                 source_id=f"{m.name}@{version_id}", seq_length=m.seq_length, num_samples=m.num_samples,
+                 seed=m.seed)
+
+
+def blend_from_pairs(pairs, *, vocab_size: int, eod_id: int, source_id: str = "") -> Blend:
+    return Blend(components=tuple((float(w), str(p)) for w, p in pairs), vocab_size=vocab_size,
+                 eod_id=eod_id, source_id=source_id)
+
+
+class _TokenizerFacts:
+    """What megatron's GPTDataset asks of a tokenizer: sizes and ids, never text."""
+
+    def __init__(self, vocab_size: int, eod_id: int):
+        self.vocab_size = vocab_size
+        self.eod = eod_id
+        self.pad = eod_id
+        self.unique_identifiers = OrderedDict(vocab_size=vocab_size, eod=eod_id)
+
+
+@dataclass
+class Splits:
+    train: object  # megatron BlendedDataset / GPTDataset, indexable -> dict of tensors
+    valid: object
+
+
+def build_splits(blend: Blend, *, seq_length: int, seed: int, n_train: int, n_valid: int,
+                 cache_dir: str | Path, valid_percent: int = 5) -> Splits:
+    """Train and held-out samples; documents are split (not samples), so held-out text is unseen."""
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+
+    weights = [w for w, _ in blend.components]
+    prefixes = [p for _, p in blend.components]
+    config = GPTDatasetConfig(
+        random_seed=seed,
+        sequence_length=seq_length,
+        blend=(prefixes, weights),
+        split=f"{100 - valid_percent},{valid_percent},0",
+        path_to_cache=str(cache_dir),
+        tokenizer=_TokenizerFacts(blend.vocab_size, blend.eod_id),
+        reset_position_ids=False,
+        reset_attention_mask=False,
+        eod_mask_loss=False,
+        create_attention_mask=False,  # the model builds the causal mask itself
+        mid_level_dataset_surplus=0.05,
+    )
+    os.makedirs(cache_dir, exist_ok=True)
+    train, valid, _ = BlendedMegatronDatasetBuilder(
+        GPTDataset, [n_train, n_valid, 0], lambda: True, config).build()
+    if train is None or valid is None:
+        raise ConfigError(f"blend {blend.id}: too little data for a train and a {valid_percent}% held-out split")
+    return Splits(train=train, valid=valid)
+
+
+def batch_at(dataset, start: int, size: int, *, dp_rank: int = 0, dp_size: int = 1) -> dict[str, torch.Tensor]:
+    """Samples [start, start+size) of the global order, this data-parallel rank's contiguous slice.
+
+    Returns tokens, labels, loss_mask, position_ids [B,S] and sample_index [B] (global sample numbers,
+    which key precomputed per-sample data such as a teacher's top-1 ids).
+    """
+    per_rank = size // dp_size
+    first = start + dp_rank * per_rank
+    n = len(dataset)
+    index = [(first + i) % n for i in range(per_rank)]
+    samples = [dataset[i] for i in index]
+    batch = {k: torch.stack([torch.as_tensor(s[k]) for s in samples])
+             for k in ("tokens", "labels", "loss_mask", "position_ids")}
+    batch["sample_index"] = torch.tensor(index)
+    return batch
+
+
+def write_indexed(prefix: str | Path, documents, *, dtype=np.int32) -> str:
+    """Write token-id documents (iterables of ints) as a Megatron indexed dataset; returns the prefix."""
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+
+    prefix = str(prefix)
+    os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
+    builder = IndexedDatasetBuilder(prefix + ".bin", dtype=dtype)
+    for doc in documents:
+        builder.add_document(torch.as_tensor(np.asarray(doc, dtype=dtype)), [len(doc)])
+    builder.finalize(prefix + ".idx")
+    return prefix

@@ -1,0 +1,94 @@
+"""Distillation (AFM report 3.2.1 / appendix): the target is a convex combination of the true label and the
+teacher's top-1 prediction, 0.9 on the teacher. The loss itself is in `losses.distillation_loss`.
+
+The teacher's top-1 ids come either online (the teacher model runs beside the student) or precomputed:
+`precompute_top1` runs the teacher once over the run's training samples, in the order the student will read
+them, and writes one id sequence per sample as a Megatron indexed dataset, with a JSON sidecar that pins the
+blend, sequence length, seed and sample count. Both give the same ids, hence the same training run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from manifests.errors import ConfigError
+
+from . import parallel
+from .config import DistillConfig, TrainConfig
+
+
+def _sidecar(prefix: str) -> Path:
+    return Path(prefix + ".top1.json")
+
+
+class TeacherLabels:
+    """top1(batch) -> [B,S] teacher ids for the batch's samples, online or from precomputed data."""
+
+    def __init__(self, *, model=None, indexed=None):
+        self.model = model
+        self.indexed = indexed
+
+    @classmethod
+    def from_config(cls, cfg: DistillConfig, *, plan, global_batch: int) -> "TeacherLabels":
+        if cfg.teacher:
+            from .trainer import load_model
+
+            model, _ = load_model(cfg.teacher, seq_length=plan.seq_length, parallel_output=False)
+            model.eval()
+            for p in model.parameters():
+                p.requires_grad_(False)
+            return cls(model=model)
+        from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+        facts = json.loads(_sidecar(cfg.teacher_top1).read_text())
+        want = {"data": plan.blend.id, "seq_length": plan.seq_length, "data_seed": plan.data_seed,
+                "n_train": plan.steps * global_batch}
+        got = {k: facts.get(k) for k in want}
+        if got != want:
+            raise ConfigError(f"{cfg.teacher_top1}: precomputed for {got}, but this run reads {want}; "
+                              "precompute again for this run")
+        return cls(indexed=IndexedDataset(cfg.teacher_top1))
+
+    @torch.no_grad()
+    def top1(self, batch: dict, *, autocast=contextlib.nullcontext) -> torch.Tensor:
+        if self.model is not None:
+            with autocast():
+                logits = self.model(batch["tokens"], batch["position_ids"], None)  # [B,S,V], gathered
+            return logits.argmax(dim=-1)
+        rows = [np.asarray(self.indexed[int(i)]) for i in batch["sample_index"]]
+        return torch.from_numpy(np.stack(rows).astype(np.int64)).to(batch["tokens"].device)
+
+
+@torch.no_grad()
+def precompute_top1(cfg: TrainConfig, *, teacher: str, prefix: str | Path, micro_batch: int = 16) -> str:
+    """Write the teacher's top-1 ids for every training sample the run `cfg` will read; returns the prefix."""
+    from .data import batch_at, build_splits, write_indexed
+    from .trainer import load_model, plan_run
+
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    plan = plan_run(cfg)
+    n_train = plan.steps * cfg.global_batch
+    splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed, n_train=n_train,
+                          n_valid=cfg.data.valid_samples,
+                          cache_dir=cfg.data.cache_dir or Path(cfg.out_dir) / "data-cache")
+    model, _ = load_model(teacher, seq_length=plan.seq_length, parallel_output=False)
+    model.eval()
+    labels = TeacherLabels(model=model)
+    dtype = np.uint16 if plan.blend.vocab_size <= 65536 else np.int32
+
+    def rows():
+        for start in range(0, n_train, micro_batch):
+            size = min(micro_batch, n_train - start)
+            batch = {k: v.to(parallel.device()) for k, v in batch_at(splits.train, start, size).items()}
+            yield from labels.top1(batch).cpu().numpy()
+
+    prefix = write_indexed(str(prefix), rows(), dtype=dtype)
+    _sidecar(prefix).write_text(json.dumps({
+        "teacher": str(teacher), "data": plan.blend.id, "seq_length": plan.seq_length,
+        "data_seed": plan.data_seed, "n_train": n_train}, indent=2))
+    return prefix

@@ -1,0 +1,86 @@
+"""megatron-core GPTModel with the AFM architecture, assembled from a layer spec.
+
+Architecture (fixed here, sizes come from `ModelShape`): pre-norm RMSNorm, RMSNorm on queries and keys,
+grouped-query attention, SwiGLU MLP (gated linear unit + SiLU), RoPE, no bias anywhere, input and output
+embeddings shared. Parallel degrees are not chosen here: megatron's tensor-parallel layers read them from
+`parallel_state`, which `training.parallel.setup` configured.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .shapes import ModelShape
+
+
+def afm_layer_spec():
+    """megatron-core's own (non-Transformer-Engine) modules with qk-norm and RMSNorm.
+
+    On GPUs with Transformer Engine installed, `get_gpt_layer_with_transformer_engine_spec` is the faster
+    equivalent; it is not a dependency of this project.
+    """
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+
+    return get_gpt_layer_local_spec(qk_layernorm=True, normalization="RMSNorm")
+
+
+def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_init: bool | None = None):
+    from megatron.core import parallel_state
+    from megatron.core.transformer import TransformerConfig
+
+    if use_cpu_init is None:
+        use_cpu_init = not torch.cuda.is_available()
+    return TransformerConfig(
+        num_layers=shape.num_layers,
+        hidden_size=shape.hidden_size,
+        num_attention_heads=shape.num_attention_heads,
+        num_query_groups=shape.num_query_groups,
+        kv_channels=shape.head_dim,
+        ffn_hidden_size=shape.ffn_hidden_size,
+        normalization="RMSNorm",
+        layernorm_epsilon=1e-5,
+        qk_layernorm=True,
+        gated_linear_unit=True,  # SwiGLU: fc1 emits [gate; up], silu(gate) * up
+        activation_func=F.silu,
+        add_bias_linear=False,
+        add_qkv_bias=False,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        init_method_std=init_std,
+        tensor_model_parallel_size=parallel_state.get_tensor_model_parallel_world_size(),
+        # fused kernels exist only on GPU; the unfused paths compute the same thing
+        bias_activation_fusion=False,
+        bias_dropout_fusion=False,
+        masked_softmax_fusion=torch.cuda.is_available(),
+        persist_layer_norm=False,
+        apply_rope_fusion=False,
+        use_cpu_initialization=use_cpu_init,
+    )
+
+
+def build_model(shape: ModelShape, *, seq_length: int, rotary_base: int = 500_000, init_std: float = 0.02,
+                parallel_output: bool = True):
+    """A GPTModel on the current device. forward(tokens [B,S], position_ids [B,S], None) gives logits
+    [B,S,V/tp] (this rank's vocabulary shard; `parallel_output=False` gathers the full [B,S,V])."""
+    from megatron.core.models.gpt import GPTModel
+
+    from ..parallel import device
+
+    model = GPTModel(
+        config=transformer_config(shape, init_std=init_std),
+        transformer_layer_spec=afm_layer_spec(),
+        vocab_size=shape.vocab_size,
+        max_sequence_length=seq_length,
+        share_embeddings_and_output_weights=True,
+        position_embedding_type="rope",
+        rotary_base=rotary_base,
+        parallel_output=parallel_output,
+    )
+    return model.to(device())
+
+
+def count_parameters(model: torch.nn.Module) -> dict[str, int]:
+    total = sum(p.numel() for p in model.parameters())
+    embedding = sum(p.numel() for n, p in model.named_parameters() if "word_embeddings" in n)
+    return {"total": total, "embedding": embedding, "non_embedding": total - embedding}

@@ -1,0 +1,88 @@
+"""Process groups and seeds, configured apart from the model (torchrun on GPUs, one process on CPU).
+
+Under torchrun (RANK/WORLD_SIZE/LOCAL_RANK set) this joins the NCCL job and builds megatron's tensor-,
+pipeline- and data-parallel groups from `ParallelConfig`; data parallelism is what is left of the world
+size. Without CUDA it starts a one-process gloo group (an in-memory store, no port) and applies the CPU shim.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from manifests.errors import ConfigError
+
+from . import cpu_shim
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelConfig:
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1  # kept at 1: the loop runs no pipeline schedule
+    precision: str = "fp32"  # "bf16" autocasts matmuls on GPU; master weights and optimizer state stay fp32
+
+    def __post_init__(self):
+        if self.tensor_parallel < 1:
+            raise ConfigError(f"parallel.tensor_parallel must be >= 1; got {self.tensor_parallel}")
+        if self.pipeline_parallel != 1:
+            raise ConfigError("parallel.pipeline_parallel must be 1: this trainer has no pipeline schedule yet")
+        if self.precision not in ("fp32", "bf16"):
+            raise ConfigError(f"parallel.precision must be 'fp32' or 'bf16'; got {self.precision!r}")
+
+
+def device() -> torch.device:
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def setup(parallel: ParallelConfig, *, seed: int = 1234) -> None:
+    """Idempotent: (re)builds megatron's groups when the degrees change, then seeds (see seed_everything)."""
+    from megatron.core import parallel_state
+
+    cpu_shim.apply()
+    if not dist.is_initialized():
+        if torch.cuda.is_available() and "RANK" in os.environ:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+            dist.init_process_group("nccl")
+        elif "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            dist.init_process_group("gloo")
+        else:
+            dist.init_process_group("gloo", store=dist.HashStore(), world_size=1, rank=0)
+    world = dist.get_world_size()
+    if world % parallel.tensor_parallel:
+        raise ConfigError(f"world size {world} is not divisible by parallel.tensor_parallel={parallel.tensor_parallel}")
+    if parallel_state.model_parallel_is_initialized() and \
+            parallel_state.get_tensor_model_parallel_world_size() != parallel.tensor_parallel:
+        parallel_state.destroy_model_parallel()
+    if not parallel_state.model_parallel_is_initialized():
+        parallel_state.initialize_model_parallel(parallel.tensor_parallel, parallel.pipeline_parallel)
+    seed_everything(seed)
+
+
+def data_parallel_rank_and_size() -> tuple[int, int]:
+    from megatron.core import parallel_state
+
+    return parallel_state.get_data_parallel_rank(), parallel_state.get_data_parallel_world_size()
+
+
+def seed_everything(seed: int) -> None:
+    """Same seed on every rank for the model init; megatron's tracker offsets it per tensor-parallel rank."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        from megatron.core import tensor_parallel
+
+        tensor_parallel.model_parallel_cuda_manual_seed(seed)
+    else:
+        cpu_shim.init_rng_tracker()
+
+
+def is_main() -> bool:
+    return not dist.is_initialized() or dist.get_rank() == 0

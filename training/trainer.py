@@ -1,0 +1,232 @@
+"""The training loop shared by every recipe (pretraining stages, distillation, pruned-student training).
+
+One optimizer step = `global_batch` sequences = (global_batch / (micro_batch · dp)) micro-batches per rank,
+gradients accumulated, global-norm clipped, then the optimizer (AFM RMSProp-momentum or AdamW) with the
+warm-up + cosine schedule. Step k always reads samples [k·global_batch, (k+1)·global_batch) of the blend's
+deterministic order, so a resumed run sees exactly the data of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from manifests.errors import ConfigError
+
+from . import checkpoint as ckpt
+from . import parallel
+from .config import TrainConfig
+from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits
+from .losses import cross_entropies, distillation_loss, masked_mean
+from .model import build_model, get_shape
+from .optim import build_optimizer, clip_grad_norm_
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    blend: Blend
+    seq_length: int
+    steps: int
+    data_seed: int
+
+
+def plan_run(cfg: TrainConfig) -> RunPlan:
+    """Resolve what the config leaves to the mixture manifest (sequence length, steps, data seed)."""
+    d = cfg.data
+    if d.mixture:
+        blend = blend_from_mixture(d.mixture, root=d.root)
+    else:
+        blend = blend_from_pairs(d.blend, vocab_size=d.vocab_size, eod_id=d.eod_id)
+    if blend.vocab_size > cfg.model.vocab_size:
+        raise ConfigError(f"{cfg.name}: the data's vocabulary ({blend.vocab_size}) is larger than the model's "
+                          f"({cfg.model.vocab_size}); set model.vocab_size")
+    seq_length = cfg.seq_length or blend.seq_length
+    if blend.seq_length and cfg.seq_length and cfg.seq_length != blend.seq_length:
+        raise ConfigError(f"{cfg.name}: seq_length {cfg.seq_length} differs from the mixture's {blend.seq_length}; "
+                          "drop it from the run config or rebuild the mixture")
+    steps = cfg.steps or math.ceil(blend.num_samples / cfg.global_batch)
+    return RunPlan(blend=blend, seq_length=seq_length, steps=steps,
+                   data_seed=blend.seed if blend.seed is not None else cfg.seed)
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    checkpoint: Path
+    steps: int
+    losses: list[float] = field(default_factory=list)  # training objective, one per step run here
+    label_losses: list[float] = field(default_factory=list)  # cross-entropy against the true labels
+    eval_history: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out label CE)
+    eval_accuracy: float = float("nan")  # held-out next-token accuracy at the end
+    tokens_seen: int = 0
+    seconds: float = 0.0
+    tokens_per_second: float = 0.0
+
+    @property
+    def eval_loss(self) -> float:
+        return self.eval_history[-1][1]
+
+
+def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int | None = None,
+               parallel_output: bool = True):
+    """Rebuild a model from a checkpoint's manifest (its shape and RoPE base) and load its weights."""
+    info = ckpt.open_checkpoint(checkpoint_dir)
+    shape = get_shape(info.manifest["model_shape"]["name"], **{
+        k: v for k, v in info.manifest["model_shape"].items() if k != "name"})
+    model = build_model(shape, seq_length=seq_length,
+                        rotary_base=rotary_base or info.manifest["rotary_base"], parallel_output=parallel_output)
+    ckpt.load_weights(info, model)
+    return model, info
+
+
+@torch.no_grad()
+def evaluate(model, dataset, *, micro_batch: int, autocast=contextlib.nullcontext) -> dict[str, float]:
+    """Over the whole held-out split, token-weighted: `loss` = cross-entropy against the true labels,
+    `accuracy` = how often the argmax is the true next token."""
+    model.eval()
+    total, correct, count = 0.0, 0.0, 0.0
+    for start in range(0, len(dataset), micro_batch):
+        size = min(micro_batch, len(dataset) - start)
+        batch = {k: v.to(parallel.device()) for k, v in batch_at(dataset, start, size).items()}
+        with autocast():
+            logits = model(batch["tokens"], batch["position_ids"], None)
+        (ce,) = cross_entropies(logits, [batch["labels"]])
+        mask = batch["loss_mask"]
+        total += float((ce * mask).sum())
+        count += float(mask.sum())
+        if logits.shape[-1] == model.vocab_size:  # accuracy needs the whole vocabulary on this rank
+            correct += float(((logits.argmax(-1) == batch["labels"]) * mask).sum())
+        else:
+            correct = float("nan")
+    model.train()
+    return {"loss": total / max(count, 1.0), "accuracy": correct / max(count, 1.0)}
+
+
+def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int | None = None,
+          log=print) -> TrainResult:
+    """Run `cfg`; `resume` = a checkpoint dir or "auto" (newest under out_dir); `stop_after` = save and
+    stop after that many total steps (to test resumption)."""
+    from .distill import TeacherLabels
+
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    plan = plan_run(cfg)
+    dev = parallel.device()
+    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
+    if cfg.global_batch % (cfg.micro_batch * dp_size):
+        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
+                          f"{cfg.micro_batch} x data-parallel size {dp_size}")
+    n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
+    run_dir = Path(cfg.out_dir)
+    splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
+                          n_train=plan.steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
+                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache")
+
+    parallel.seed_everything(cfg.seed)
+    model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base)
+    if cfg.init_from:
+        ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
+    optimizer = build_optimizer(model, cfg.optim)
+    schedule = cfg.optim.schedule(plan.steps)
+    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch) \
+        if cfg.distill else None
+
+    start_step = 0
+    info = ckpt.latest(run_dir) if resume == "auto" else (ckpt.open_checkpoint(resume) if resume else None)
+    if info is not None:
+        if info.manifest["data"]["source_id"] != plan.blend.id or info.manifest["steps_total"] != plan.steps:
+            raise ConfigError(f"{info.directory}: saved from other data or another step count "
+                              f"({info.manifest['data']['source_id']}, {info.manifest['steps_total']} steps); "
+                              f"this run has {plan.blend.id}, {plan.steps} steps")
+        ckpt.load_weights(info, model)
+        ckpt.load_training_state(info, optimizer)
+        start_step = info.step
+        log(f"[{cfg.name}] resumed from {info.directory} at step {start_step}")
+
+    train_model = model
+    if dp_size > 1:
+        from megatron.core import parallel_state
+
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            model, process_group=parallel_state.get_data_parallel_group())
+    use_bf16 = cfg.parallel.precision == "bf16" and dev.type == "cuda"
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else contextlib.nullcontext
+
+    result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps)
+    tokens_per_step = cfg.global_batch * plan.seq_length
+    end_step = min(plan.steps, stop_after) if stop_after else plan.steps
+    t0 = time.perf_counter()
+    model.train()
+    for step in range(start_step, end_step):
+        lr_factor = schedule.apply(optimizer, step)
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = ce_sum = 0.0
+        for micro in range(n_micro):
+            first = step * cfg.global_batch + micro * cfg.micro_batch * dp_size
+            batch = {k: v.to(dev) for k, v in batch_at(splits.train, first, cfg.micro_batch * dp_size,
+                                                       dp_rank=dp_rank, dp_size=dp_size).items()}
+            sync = contextlib.nullcontext() if (dp_size == 1 or micro == n_micro - 1) else train_model.no_sync()
+            with sync:
+                with autocast():
+                    logits = train_model(batch["tokens"], batch["position_ids"], None)  # [B,S,V/tp]
+                if teacher is not None:
+                    top1 = teacher.top1(batch, autocast=autocast)
+                    loss, ce = distillation_loss(logits, batch["labels"], top1, batch["loss_mask"],
+                                                 teacher_weight=cfg.distill.teacher_weight)
+                else:
+                    (per_token,) = cross_entropies(logits, [batch["labels"]])
+                    loss = ce = masked_mean(per_token, batch["loss_mask"])
+                (loss / n_micro).backward()
+            loss_sum += float(loss.detach()) / n_micro
+            ce_sum += float(ce.detach()) / n_micro
+        clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        optimizer.step()
+        result.losses.append(loss_sum)
+        result.label_losses.append(ce_sum)
+        done = step + 1
+        if cfg.log_every and (done % cfg.log_every == 0 or done == end_step):
+            rate = (done - start_step) * tokens_per_step / (time.perf_counter() - t0)
+            log(f"[{cfg.name}] step {done}/{plan.steps} loss {loss_sum:.4f} lr x{lr_factor:.3f} "
+                f"{rate:,.0f} tok/s")
+        if cfg.eval_every and done % cfg.eval_every == 0 and done != end_step:
+            metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
+            result.eval_history.append((done, metrics["loss"]))
+        if cfg.save_every and done % cfg.save_every == 0 and done != end_step:
+            _save(cfg, plan, model, optimizer, done, result)
+    result.seconds = time.perf_counter() - t0
+    result.tokens_seen = end_step * tokens_per_step
+    result.tokens_per_second = (end_step - start_step) * tokens_per_step / max(result.seconds, 1e-9)
+    metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
+    result.eval_history.append((end_step, metrics["loss"]))
+    result.eval_accuracy = metrics["accuracy"]
+    log(f"[{cfg.name}] held-out loss {result.eval_loss:.4f} accuracy {result.eval_accuracy:.3f} after {end_step} steps "
+        f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s)")
+    result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
+    return result
+
+
+def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: TrainResult) -> Path:
+    manifest = {
+        "run": cfg.name,
+        "stage": cfg.stage,
+        "step": step,
+        "steps_total": plan.steps,
+        "tokens_seen": step * cfg.global_batch * plan.seq_length,
+        "data": {"source_id": plan.blend.id, "blend": plan.blend.megatron_blend(), "seed": plan.data_seed,
+                 "seq_length": plan.seq_length, "vocab_size": plan.blend.vocab_size, "eod_id": plan.blend.eod_id},
+        "data_position": {"samples_consumed": step * cfg.global_batch, "global_batch": cfg.global_batch},
+        "seed": cfg.seed,
+        "rng": "optim/rank-*.pt holds torch CPU/CUDA generator states",
+        "model_shape": asdict(cfg.model),
+        "rotary_base": cfg.rotary_base,
+        "init_from": cfg.init_from,
+        "config": cfg.to_dict(),
+        "eval": [list(e) for e in result.eval_history],
+        "eval_accuracy": result.eval_accuracy,
+        "last_loss": result.losses[-1] if result.losses else None,
+    }
+    return ckpt.save(Path(cfg.out_dir) / f"step-{step:07d}", model=model, optimizer=optimizer, manifest=manifest)
