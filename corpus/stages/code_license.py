@@ -126,9 +126,10 @@ class CodeLanguage(Filter):
                             pa.string())
         else:
             raise ConfigError(f"{self.name}: needs a `language` or `path` column (read with `format: repos`)")
-        reasons = pc.if_else(pc.is_null(lang), pa.scalar("not_code"), pa.scalar(None, pa.string()))
+        null = pa.scalar(None, pa.string())
+        reasons = pa.nulls(table.num_rows, pa.string())
         if self.config.languages is not None:
             listed = pc.is_in(lang, value_set=pa.array(self.config.languages, pa.string()))
             other = pc.binary_join_element_wise(pa.scalar("language:"), lang, "")
-            reasons = pc.if_else(pc.fill_null(listed, True), reasons, other)
-        return reasons
+            reasons = pc.if_else(listed, null, other)
+        return pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)

@@ -1,0 +1,83 @@
+"""The repos reader: folders of repositories and tables of files, with repository-level licenses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from corpus.readers import InputFile, make_reader
+from manifests.errors import ConfigError
+from manifests.storage import Location
+from tests.conftest import SAMPLES, write_jsonl
+
+
+def _read(path, options=None):
+    errors = []
+    reader = make_reader("repos", options or {})
+    tables = list(reader.read(InputFile(Location.parse(str(path)), "in"), batch_rows=7, on_record_error=errors.append))
+    rows = [r for t in tables for r in t.to_pylist()]
+    return rows, errors
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_folder_of_repositories_gives_one_row_per_file_with_license_and_language():
+    rows, errors = _read(SAMPLES / "code" / "repos")
+    assert not errors
+    by_source = {r["source"]: r for r in rows}
+    assert len(rows) == 31 and len(by_source) == 31 and len({r["id"] for r in rows}) == 31
+    click = by_source["pallets__click:src/click/_utils.py"]
+    assert (click["repository"], click["path"], click["language"], click["license"]) == \
+        ("pallets__click", "src/click/_utils.py", "Python", "BSD-3-Clause")
+    assert by_source["BurntSushi__ripgrep:build.rs"]["license"] in ("MIT OR Unlicense", "Unlicense OR MIT")
+    assert by_source["demo__gpl-meter:src/meter.c"]["license"] == "GPL-2.0-or-later"
+    assert by_source["demo__gpl-meter:src/meter.c"]["language"] == "C"
+    assert by_source["demo__no-license:wordcount.py"]["license"] == "unknown"
+    assert by_source["webrecorder__warcio:LICENSE"]["language"] is None  # kept as a row; filtered later
+    again, _ = _read(SAMPLES / "code" / "repos")
+    assert [r["id"] for r in again] == [r["id"] for r in rows]  # stable ids
+
+
+def test_one_repository_binary_and_large_files_are_counted(tmp_path, shared_data):
+    repo = tmp_path / "tool"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "main.go").write_text("package main\n\nfunc main() {}\n")
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (repo / "big.txt").write_text("x" * 5000)
+    (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    shutil.copy(shared_data / "licenses/licensee/spec/fixtures/mit/LICENSE.txt", repo / "LICENSE.txt")
+    rows, errors = _read(repo, {"repo_depth": 0, "max_file_bytes": 4000})
+    assert sorted(r["path"] for r in rows) == ["LICENSE.txt", "src/main.go"]
+    assert {r["license"] for r in rows} == {"MIT"} and rows[-1]["repository"] == "tool"
+    assert sorted(e.reason.split(":")[0] for e in errors) == ["binary", "too_large"]
+
+
+def test_table_of_files_detects_per_repository_or_uses_a_license_column(tmp_path, shared_data):
+    base = shared_data / "code_licensed"
+    records = []
+    for line in (base / "manifest.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["repo"] in ("pallets/click", "ranger/ranger") and len(records) < 40:
+            records.append({"repository": row["repo"], "path": row["path"], "text": (base / row["file"]).read_text(),
+                            "spdx": row["repo_license_spdx"]})
+    for repo, folder in (("pallets/click", "pallets__click"), ("ranger/ranger", "ranger__ranger")):
+        lic = next((base / "files" / folder).glob("_REPO_LICENSE_*"))
+        records.append({"repository": repo, "path": "LICENSE", "text": lic.read_text(), "spdx": None})
+    path = write_jsonl(tmp_path / "files.jsonl.gz", records, compress="gz")
+    rows, errors = _read(path)
+    assert not errors and len(rows) == len(records)
+    lic = {r["repository"]: r["license"] for r in rows}
+    assert lic == {"pallets/click": "BSD-3-Clause", "ranger/ranger": "GPL-3.0-only"}
+    assert rows[0]["source"] == f"{rows[0]['repository']}:{rows[0]['path']}"
+    given, _ = _read(path, {"license_field": "spdx"})
+    assert {r["license"] for r in given if r["path"] == "LICENSE"} == {"unknown"}
+    assert {r["license"] for r in given if r["path"] != "LICENSE"} == {"BSD-3-Clause", "GPL-3.0-only"}
+
+
+def test_bad_options_fail_before_work():
+    with pytest.raises(ConfigError, match="repo_depth"):
+        make_reader("repos", {"repo_depth": 9})
+    with pytest.raises(ConfigError, match="did you mean 'repo_depth'"):
+        make_reader("repos", {"repo_dept": 1})
