@@ -34,7 +34,7 @@ def report(status, reason=""):
         os._exit(1)
     if not _done:
         _done = True
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             try:
                 stream.flush()
             except BaseException:
