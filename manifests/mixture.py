@@ -378,13 +378,16 @@ class MixtureManifest:
             data = json.loads(loc.read_bytes())
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{loc.uri}: not valid JSON ({exc})") from exc
-        if root is None:
-            version_dir = Location(loc.fs, loc.path.rsplit("/", 1)[0])
-            if version_dir.join(MANIFEST_NAME).exists():
-                root = Location(loc.fs, version_dir.path.rsplit("/", 2)[0])
-        elif not isinstance(root, Location):
+        version_dir = Location(loc.fs, loc.path.rsplit("/", 1)[0])
+        in_catalog = version_dir.join(MANIFEST_NAME).exists()
+        if root is None and in_catalog:
+            root = Location(loc.fs, version_dir.path.rsplit("/", 2)[0])
+        elif isinstance(root, str):
             root = Location.parse(root)
-        return cls.from_dict(data, where=loc.uri, root=root)
+        m = cls.from_dict(data, where=loc.uri, root=root)
+        if in_catalog and not m.created_at:  # the build time lives in the catalog manifest
+            m.created_at = json.loads(version_dir.join(MANIFEST_NAME).read_bytes()).get("created_at", "")
+        return m
 
     @classmethod
     def open(cls, catalog: Catalog | str | Location, ref: str) -> "MixtureManifest":
@@ -394,9 +397,7 @@ class MixtureManifest:
         if version.manifest.extra.get("kind") != "mixture":
             raise ManifestError(f"{ref!r} in {cat.root.uri} is a {version.manifest.extra.get('kind', 'dataset')} "
                                 "version, not a mixture (build one with `cidermill mix build`)")
-        m = cls.read(version.directory.join(MIXTURE_FILE), root=cat.root)
-        m.created_at = m.created_at or version.manifest.created_at
-        return m
+        return cls.read(version.directory.join(MIXTURE_FILE), root=cat.root)
 
     def publish(self, catalog: Catalog) -> Location:
         """Write this mixture as a catalog version named `self.name`; return its mixture.json."""
