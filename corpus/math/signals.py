@@ -4,7 +4,7 @@ Tags: strings that only a page rendering mathematics carries (the AFM report's "
 filter"; the list is ours, after OpenWebMath's detection of MathJax/KaTeX/MathML pages).
 Symbols: Unicode math operators from the unicode-math table (../shared/data/math_web/symbols:
 Latin-1 math signs, the Mathematical Operators block U+2200-22FF and Miscellaneous Technical
-U+2300-23FF, 342 symbols) and LaTeX command words (OpenWebMath-era list, 341 words). Greek
+U+2300-23FF, 342 symbols) and LaTeX command words (the shared 341-word list plus 17 common commands it lacks). Greek
 letters are left out: they are ordinary letters on Greek pages.
 
 Counting runs as pyarrow regexes over a whole column (string or binary HTML alike).
@@ -54,10 +54,15 @@ def math_symbols() -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+# Ubiquitous commands the shared list lacks (checked against it): added so `\int` or `\leq` count.
+EXTRA_LATEX = ("int", "infty", "left", "begin", "leq", "geq", "neq", "cdots", "dots", "dfrac", "tfrac", "inf",
+               "subseteq", "emptyset", "rightarrow", "beta", "overline")
+
+
 @functools.lru_cache(maxsize=1)
 def latex_words() -> tuple[str, ...]:
     path = shared_data("math_web", "openwebmath_lists", "latex_words_haruka.txt")
-    words = [w.strip().lstrip("\\") for w in path.read_text().splitlines()]
+    words = [w.strip().lstrip("\\") for w in path.read_text().splitlines()] + list(EXTRA_LATEX)
     return tuple(dict.fromkeys(w for w in words if w and re.fullmatch(r"[A-Za-z]+", w)))
 
 

@@ -1,0 +1,65 @@
+"""The math classifier (trained from shared data at first use, cached), the eval, and the math demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pyarrow as pa
+import pytest
+
+from corpus.registry import stage_class
+from manifests.errors import ConfigError
+
+
+@pytest.mark.slow
+def test_classifier_separates_math_from_web_text(shared_data, tmp_path):
+    from corpus.math.classifier import load_model, predict, save
+
+    problems = [json.loads(line) for line in
+                (shared_data / "benchmarks/math_eval_harness/math/test.jsonl").read_text().splitlines()[:40]]
+    c4 = [json.loads(line)["text"] for line in
+          (shared_data / "web_text/llamafactory_demo/c4_demo.jsonl").read_text().splitlines()[260:300]]
+    model = load_model()
+    math_scores = predict(model, [p["problem"] + "\n" + p["solution"] for p in problems])
+    web_scores = predict(model, c4)
+    assert (math_scores > 0.5).mean() >= 0.95 and (web_scores < 0.5).mean() >= 0.9
+    table = pa.table({"text": [problems[0]["problem"], c4[0], None]})
+    scored = stage_class("math_classifier_v1")({})(table).table
+    result = stage_class("math_classifier_filter_v1")({"min_score": 0.5})(scored)
+    assert result.table.column("text").to_pylist() == [problems[0]["problem"]]
+    assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score"]
+    path = tmp_path / "math.pkl"
+    save(model, path)
+    again = stage_class("math_classifier_v1")({"model_path": str(path)})(table).table
+    assert again.column("math__classifier_score").to_pylist() == scored.column("math__classifier_score").to_pylist()
+    with pytest.raises(ConfigError, match="not found"):
+        stage_class("math_classifier_v1")({"model_path": str(tmp_path / "nope.pkl")})(table)
+
+
+@pytest.mark.slow
+def test_math_filter_eval_reports_precision_and_recall(shared_data):
+    from evals.data import math_filter
+
+    report = math_filter.run(argparse.Namespace(threshold=0.5))
+    rows = {r["method"]: r for r in report.tables["precision / recall"]}
+    assert rows["tags (html, >= 1 tag)"]["precision"] >= 0.9
+    assert rows["classifier (text, p >= 0.5)"]["recall"] >= 0.95
+    assert rows["(tags or symbols) and classifier"]["precision"] >= 0.95
+
+
+@pytest.mark.slow
+def test_math_demo_pipeline(tmp_path, shared_data):
+    from corpus.executors import run_pipeline
+    from corpus.pipeline import load_pipeline
+
+    outcome = run_pipeline(load_pipeline("configs/demo/60-math.yaml", overrides={"output.root": str(tmp_path)}),
+                           progress=False)
+    stats = {s.name: s for s in outcome.stats}
+    assert stats["read"].rows_out == 50
+    assert stats["math_filter_v1"].dropped["no_math"] >= 20  # the 20 C4 pages (and GSM8K word problems)
+    table = outcome.version.read()
+    origins = set(table.column("origin").to_pylist())
+    assert origins <= {"MATH/qa", "MATH/mathjax2", "MATH/katex", "MATH/bare"} and "MATH/qa" in origins
+    qa = [t for t, o in zip(table.column("text").to_pylist(), table.column("origin").to_pylist()) if o == "MATH/qa"]
+    assert qa and all("Answer (accepted, score" in t and "Answer (score -1):" in t for t in qa)
