@@ -69,6 +69,8 @@ class WebExtract(Mapper):
         texts, titles, dates, charsets = [None] * n, [None] * n, [None] * n, [None] * n
         reasons: list[str | None] = [None] * n
         counters: Counter = Counter()
+        if cfg.extractor != "resiliparse":
+            import trafilatura  # noqa: F401  (its import takes seconds: not on a page's time limit)
         for i, (content, ctype, url) in enumerate(zip(contents, types, urls)):
             if not content:
                 reasons[i] = "empty_payload"

@@ -17,6 +17,8 @@ _BASE_INV = pow(_BASE, -1, 1 << 64)
 
 def _powers(base: int, n: int) -> np.ndarray:
     out = np.empty(n, np.uint64)
+    if n == 0:
+        return out
     out[0] = 1
     if n > 1:
         out[1:] = base

@@ -1,0 +1,124 @@
+"""Our Gopher/C4/FineWeb filters make datatrove 0.10.1's decisions, with its reasons, on real pages."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from corpus.registry import stage_class
+from corpus.web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
+
+from .conftest import c4_texts, table_of
+
+pytest.importorskip("datatrove", reason="datatrove is the reference (requirements/web.txt)")
+pytest.importorskip("spacy", reason="datatrove's English word splitting needs spaCy")
+
+# Short real-looking pages that trip each rule (the corpus pages alone do not reach every reason).
+EDGE = [
+    "",
+    "   \n\n  ",
+    "word " * 10,
+    "\n".join(["- item number one of the list is here and it is good"] * 3 + ["• another bullet point here"] * 40),
+    "\n".join(f"The line {i} of this page trails off and then nothing at all ..." for i in range(60)),
+    "#tag " * 30 + " ".join(["the cat and the dog sat with a hat"] * 10),
+    "Lorem ipsum dolor sit amet, the consectetur adipiscing elit.\n" * 3 + "The end of the story is near. " * 20,
+    "The function is { return x; } and that is all.\nThe rest is plain text that ends well.\n" * 4,
+    "One short line.\nAnother short one.\nThe last short line.",
+    "Supercalifragilisticexpialidocious " * 60,
+    "a b c d e f g h i j k l m n o p q r s t u v w x y z " * 10,
+    "The same paragraph repeats here.\n\nThe same paragraph repeats here.\n\nThe same paragraph repeats here.",
+    ("We use cookies to improve your experience. Read our privacy policy.\n" * 3
+     + "JavaScript must be enabled to view this page.\n"
+     + "This is a real sentence. It has words. Then more words follow here! Is it true? Yes it is.\n"),
+    "IS_ALPHA and the other strange strings of the page with the words of the text " * 5,
+]
+
+
+def _datatrove_chain(texts, c4_options):
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
+                                            GopherRepetitionFilter)
+
+    from datatrove.utils.text import split_into_words
+
+    for _ in range(2):  # datatrove keeps the literal IS_ALPHA only the first time (a spaCy quirk)
+        split_into_words(f"warm up IS_ALPHA {random.random()}")
+    filters = [("gopher_repetition_v1", GopherRepetitionFilter()), ("gopher_quality_v1", GopherQualityFilter()),
+               ("c4_quality_v1", C4QualityFilter(**c4_options)), ("fineweb_quality_v1", FineWebQualityFilter())]
+    out, final_texts = [], []
+    for i, text in enumerate(texts):
+        doc, decision = Document(text=text, id=str(i)), None
+        for name, f in filters:
+            result = f.filter(doc)
+            if result is not True:
+                decision = (name, result[1] if isinstance(result, tuple) else None)
+                break
+        out.append(decision)
+        final_texts.append(doc.text if decision is None else None)
+    return out, final_texts
+
+
+def _our_chain(texts, c4_options):
+    table = table_of(texts)
+    decisions = {}
+    for name, options in [("gopher_repetition_v1", {}), ("gopher_quality_v1", {}),
+                          ("c4_quality_v1", c4_options), ("fineweb_quality_v1", {})]:
+        result = stage_class(name)(options)(table)
+        if result.rejects is not None:
+            for rid, reason in zip(result.rejects.column("id").to_pylist(),
+                                   result.rejects.column("drop_reason").to_pylist()):
+                decisions[rid] = (name, reason)
+        table = result.table
+    kept = dict(zip(table.column("id").to_pylist(), table.column("text").to_pylist()))
+    ids = [f"d{i}" for i in range(len(texts))]
+    return [decisions.get(i) for i in ids], [kept.get(i) for i in ids]
+
+
+def _extracted_pages(folder, n):
+    from corpus.web.extract import extract_page
+
+    pages = sorted(p for p in folder.iterdir() if (p / "source.html").is_file())[:n]
+    return [extract_page((p / "source.html").read_bytes(), None, None, extractor="resiliparse").text for p in pages]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("c4_options", [{}, {"filter_no_terminal_punct": False}], ids=["c4-default", "fineweb-c4"])
+def test_same_decisions_reasons_and_text_as_datatrove(c4_options, readability_dir):
+    texts = c4_texts()[:120] + _extracted_pages(readability_dir, 70) + EDGE
+    expected, expected_texts = _datatrove_chain(texts, c4_options)
+    got, got_texts = _our_chain(texts, c4_options)
+    mismatches = [(i, e, g) for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+    assert not mismatches, mismatches[:5]
+    assert got_texts == expected_texts  # C4 rewrites the text of kept pages the same way
+    reasons = {g for g in got if g}
+    assert len(reasons) >= 8, reasons  # the set exercises many different rules, not only "keep"
+    assert sum(g is None for g in got) >= 50
+
+
+def _datatrove_ngram_values(words, n):
+    from datatrove.pipeline.filters.gopher_repetition_filter import find_all_duplicate, find_top_duplicate, get_n_grams
+
+    grams = get_n_grams(words, n)
+    return (find_top_duplicate(grams) if grams else None), find_all_duplicate(words, n)
+
+
+def test_hashed_ngrams_equal_datatrove_string_ngrams():
+    rng = random.Random(7)
+    vocab = ["a", "ab", "b", "ba", "the", "cat", "ca", "t", "é", "ü", "x" * 12, "."]
+    for trial in range(300):
+        words = [rng.choice(vocab[: rng.randint(2, len(vocab))]) for _ in range(rng.randint(0, 60))]
+        for n in range(2, 11):
+            top, dup = _datatrove_ngram_values(words, n)
+            h, lengths = JoinedWords(words, " ").ngrams(n)
+            assert (top_ngram_chars(h, lengths) if len(h) else None) == top, (words, n)
+            h, lengths = JoinedWords(words, "").ngrams(n)
+            assert duplicated_ngram_chars(h, lengths, n) == dup, (words, n)
+
+
+def test_edge_pages_get_datatrove_reasons():
+    got, _ = _our_chain(EDGE[:3], {})
+    assert got[0] == ("gopher_repetition_v1", "empty")
+    assert got[2][0] == "gopher_repetition_v1"  # "word word ..." repeats every n-gram
+    assert np.all([g is not None for g in got])
