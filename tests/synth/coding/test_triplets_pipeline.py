@@ -1,0 +1,110 @@
+"""The coding-triplet pipeline end to end with a scripted backend: exact rows kept and dropped
+(with reasons), candidates really executed in the sandbox, provenance and manifest written."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from manifests import Catalog
+from synth.backends import ScriptedBackend
+from synth.coding.benchmarks import benchmarks_dir
+from synth.coding.pipeline import coding_stages, pass_rate_summary, run_stages, write_run
+from synth.coding.topics import TOPICS, topics_table
+from synth.sft.llm import register_backend
+
+pytestmark = pytest.mark.skipif(not (benchmarks_dir() / "mbpp").is_dir(),
+                                reason=f"benchmarks folder not found at {benchmarks_dir()} (needed to decontaminate)")
+
+MBPP_COPY = ("Write a function to find the minimum cost path to reach (m, n) from (0, 0) for the given cost "
+             "matrix cost[][] and a position (m, n) in cost[][].")
+
+QUESTIONS = {
+    "reverse_string": "Given a string s, return it reversed, e.g. reverse_string('abc') returns 'cba'.",
+    "is_palindrome": "Given a string s, return True when it reads the same backwards, e.g. 'aba' is one.",
+    # The model copies an MBPP task: decontamination must drop it.
+    "count_vowels": MBPP_COPY,
+    "sum_evens": "Return the sum of the even numbers in nums; for [1, 2, 4] that is 6.",
+}
+TESTS = {
+    "reverse_string": "```python\nassert reverse_string('abc') == 'cba'\nassert reverse_string('') == ''\n"
+                      "assert reverse_string('ab') == 'ba'\n```",
+    "is_palindrome": "```python\nassert is_palindrome('aba') == True\nassert is_palindrome('ab') == False\n```",
+    "sum_evens": "```python\nassert sum_evens([1, 2, 4]) == 6\n```",    # one test only: too few
+}
+SOLUTIONS = {
+    "reverse_string": ["```python\ndef reverse_string(s):\n    return s\n```",                 # passes 1 of 3
+                       "```python\ndef reverse_string(s):\n    return s[::-1]\n```",           # passes 3 of 3
+                       "```python\ndef reverse_string(s:\n```",                              # syntax error
+                       "```python\ndef reverse_string(s):\n    while True: pass\n```"],      # hangs
+    "is_palindrome": ["```python\ndef is_palindrome(s):\n    return True\n```"] * 2,         # 1 of 2: below
+    "sum_evens": ["```python\ndef sum_evens(nums):\n    return sum(n for n in nums if n % 2 == 0)\n```"] * 2,
+}
+
+
+def reply(req, i):
+    content = req.messages[-1]["content"]
+    name = next(n for n in QUESTIONS if f"`{n}(" in content)
+    if req.template_id == "coding_question":
+        # The second sample repeats the first: word for word, or nearly for reverse_string.
+        return "Question: " + QUESTIONS[name] + (" Thanks!" if i == 1 and name == "reverse_string" else "")
+    if req.template_id == "coding_tests":
+        return TESTS.get(name, "no tests, sorry")
+    return SOLUTIONS[name][i % len(SOLUTIONS[name])]
+
+
+def test_pipeline_keeps_only_execution_validated_triplets(tmp_path):
+    backend = ScriptedBackend(reply, model="scripted-coder", cache=str(tmp_path / "cache.sqlite"))
+    register_backend("test-coder", backend)
+    names = list(QUESTIONS)
+    seeds = topics_table().filter(pa.compute.is_in(topics_table()["entry_point"], pa.array(names)))
+    stages = coding_stages({"kind": "registered", "name": "test-coder"}, questions_per_topic=2, n_solutions=4,
+                           min_pass_rate=1.0, workers=2)
+    stages[-1] = type(stages[-1])({**stages[-1].config_dict(), "per_test_seconds": 0.5, "wall_seconds": 6.0})
+    run = run_stages(seeds, stages)
+
+    assert run.table.column("entry_point").to_pylist() == ["reverse_string"]
+    row = run.table.to_pylist()[0]
+    assert row["solution"] == "def reverse_string(s):\n    return s[::-1]"
+    assert row["candidate_passes"] == [1, 3, 0, 0] and row["pass_rate"] == 1.0 and row["n_tests"] == 3
+    assert row["gen_backend"] == "scripted" and row["gen_model"] == "scripted-coder"
+    assert (row["gen_template_id"], row["gen_template_version"]) == ("coding_question", "v1")
+    assert json.loads(row["solution_provenance"])["gen_template_id"] == "coding_solution"
+    assert json.loads(json.loads(row["tests_provenance"])["gen_sampling"])["temperature"] == 0.2
+
+    dropped = {s.name: dict(s.dropped) for s in run.stats if s.dropped}
+    assert dropped == {
+        "coding_question_dedup_v1": {"duplicate_near": 1, "duplicate_exact": 3},
+        "coding_decontam_v1": {"contaminated:mbpp": 1},
+        "coding_triplets_v1": {"below_threshold": 1, "too_few_tests": 1},
+    }
+    reasons = sorted((r["entry_point"], r["drop_reason"]) for t in run.rejects for r in t.to_pylist())
+    assert reasons == [("count_vowels", "contaminated:mbpp"), ("count_vowels", "duplicate_exact"),
+                       ("is_palindrome", "below_threshold"), ("is_palindrome", "duplicate_exact"),
+                       ("reverse_string", "duplicate_near"), ("sum_evens", "duplicate_exact"),
+                       ("sum_evens", "too_few_tests")]
+    summary = pass_rate_summary(run)
+    # reverse_string: 4 candidates, 3 run (the syntax error is not; the hang fails its tests by the
+    # per-test alarm, so its run still ends normally); is_palindrome: 4 candidates, all run.
+    assert summary["sandbox_verdicts"] == {"passed": 7}
+    assert summary["test_executions"] == 3 * 3 + 4 * 2 and summary["triplets_kept"] == 1
+    assert summary["candidate_solutions"] == 12 and summary["valid_candidate_solutions"] == 11  # sum_evens: 4 + 4
+
+    kept, rejects, _ = write_run(Catalog(str(tmp_path / "root")), run, stages=stages)
+    assert kept.manifest.rows == 1 and rejects.manifest.rows == 7
+    assert kept.manifest.extra["pass_rates"]["triplets_kept"] == 1
+    assert [s["name"] for s in kept.manifest.pipeline.stages] == [
+        "coding_questions_v1", "coding_question_dedup_v1", "coding_decontam_v1", "coding_triplets_v1"]
+
+    # A rerun is served from the response cache: nothing is generated again.
+    calls = backend.calls
+    run_stages(seeds, stages)
+    assert backend.calls == calls
+
+
+def test_seventy_one_topics_with_distinct_entry_points():
+    t = topics_table()
+    assert t.num_rows == len(TOPICS) == 71
+    assert len(set(t.column("entry_point").to_pylist())) == 71
