@@ -49,13 +49,14 @@ def _license_column(table: pa.Table, name: str, stage: str) -> list:
 
 
 def _reasons(values: list, allow: list[str], canon) -> pa.Array:
-    cache: dict[str, str | None] = {}  # few distinct licenses per batch: decide each once
+    cache: dict = {}  # few distinct license values per batch: canonicalise and decide each once
     out = []
     for v in values:
-        expr = canon(v)
-        if expr not in cache:
-            cache[expr] = None if is_allowed(expr, allow) else f"license:{expr}"
-        out.append(cache[expr])
+        key = tuple(v) if isinstance(v, list) else v
+        if key not in cache:
+            expr = canon(v)
+            cache[key] = None if is_allowed(expr, allow) else f"license:{expr}"
+        out.append(cache[key])
     return pa.array(out, pa.string())
 
 

@@ -97,3 +97,26 @@ def test_code_demo_pipeline(tmp_path, shared_data):
     assert outcome.version.manifest.rows == 19
     table = outcome.version.read()
     assert set(table.column("license").to_pylist()) == {"BSD-3-Clause", "MIT", "Apache-2.0", "MIT OR Unlicense"}
+
+
+@pytest.mark.slow
+def test_licensed_dataset_pipeline_selects_by_license_then_applies_pii(tmp_path, shared_data):
+    """Item 8: a public dataset with a license column (college_math: textbook exercises under CC BY,
+    CC BY-NC-SA, GFDL and custom terms) -> keep the permissive ones -> PII stage."""
+    from corpus.executors import run_pipeline
+    from corpus.pipeline import load_pipeline
+    from corpus.registry import all_stages
+
+    pii = [{"web_pii_v1": {}}] if "web_pii_v1" in all_stages() else [{"code_secrets_v1": {"kinds": ["email"]}}]
+    pipeline = load_pipeline({
+        "name": "college-math-licensed",
+        "input": {"format": "jsonl", "paths": [str(shared_data / "benchmarks/math_eval_harness/college_math/test.jsonl")],
+                  "options": {"text_field": "question", "columns": ["license", "data_source"]}},
+        "output": {"root": str(tmp_path)},
+        "executor": {"kind": "local", "workers": 1},
+        "stages": [{"license_select_v1": {"field": "license"}}, *pii],
+    })
+    outcome = run_pipeline(pipeline, progress=False)
+    stats = {s.name: s for s in outcome.stats}
+    assert stats["license_select_v1"].rows_out == 1123
+    assert outcome.version.manifest.rows == 1123
