@@ -1,0 +1,92 @@
+"""web_extract_v1 on real WARC pages and Readability pages: text, title, charsets, drop reasons."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from corpus.registry import stage_class
+from corpus.web import extract as extract_mod
+from corpus.web.charset import decode_html
+
+from .conftest import warc_rows
+
+
+def _rows(contents, content_types=None, urls=None):
+    n = len(contents)
+    return pa.table({"id": [f"r{i}" for i in range(n)], "content": pa.array(contents, pa.binary()),
+                     "content_type": pa.array(content_types or ["text/html"] * n, pa.string()),
+                     "url": pa.array(urls or [f"http://example.com/{i}" for i in range(n)], pa.string())})
+
+
+def test_extracts_every_bundled_warc_page_with_text_title_and_url():
+    table = warc_rows()
+    result = stage_class("web_extract_v1")({})(table)
+    out = result.table
+    assert out.num_rows + result.stats.n_dropped == table.num_rows == 53
+    assert "content" not in out.schema.names
+    assert {"text", "title", "date", "charset", "url"} <= set(out.schema.names)
+    texts = out.column("text").to_pylist()
+    assert all(t and t == t.strip() for t in texts)
+    assert sum(len(t) > 500 for t in texts) >= 40
+    assert sum(t is not None for t in out.column("title").to_pylist()) >= 45
+    assert out.column("url").to_pylist() == [u for u, rid in zip(table.column("url").to_pylist(),
+                                                                  table.column("id").to_pylist())
+                                             if rid in set(out.column("id").to_pylist())]
+    counters = result.stats.counters
+    assert counters.get("extractor_resiliparse", 0) >= 40
+
+
+def test_cheap_checks_drop_with_reasons_before_extraction():
+    big = b"<html><body>" + b"<p>x</p>" * 100_000 + b"</body></html>"
+    table = _rows([b"", b"%PDF-1.4 binary stream", big, b"<html><body><script>var a=1;</script></body></html>",
+                   b"<html><head><title>T</title></head><body><p>" + b"Plain words here. " * 40 + b"</p></body></html>"])
+    result = stage_class("web_extract_v1")({"max_html_bytes": 100_000})(table)
+    reasons = dict(zip(result.rejects.column("id").to_pylist(), result.rejects.column("drop_reason").to_pylist()))
+    assert reasons == {"r0": "empty_payload", "r1": "not_html", "r2": "html_too_large", "r3": "empty_text"}
+    assert result.table.column("title").to_pylist() == ["T"]
+    assert result.rejects.column("content").to_pylist()[1].startswith(b"%PDF")  # rejects keep the raw row
+
+
+def test_a_page_over_the_time_limit_is_dropped_not_hanging(monkeypatch):
+    def slow(*args, **kwargs):
+        time.sleep(5)
+
+    monkeypatch.setattr("corpus.stages.web_extract.extract_page", slow)
+    start = time.perf_counter()
+    result = stage_class("web_extract_v1")({"timeout_s": 0.3, "extractor": "resiliparse"})(_rows([b"<p>hello</p>"]))
+    assert time.perf_counter() - start < 2
+    assert result.stats.dropped == {"extract_timeout": 1}
+
+
+def test_charsets_from_header_meta_and_detection():
+    text = "Ça coûte très cher à Zürich, déjà vu."
+    assert decode_html(text.encode("latin-1"), "text/html; charset=ISO-8859-1")[0] == text
+    page = b'<html><head><meta charset="windows-1251"></head><body>' + "Привет, мир".encode("cp1251")
+    assert "Привет, мир" in decode_html(page)[0]
+    html, how = decode_html(("<p>" + "Это русский текст о погоде и городе. " * 10).encode("cp1251"))
+    assert "русский" in html and how.endswith("(detected)")
+    # A header that lies (says utf-8, bytes are latin-1) falls through to detection, never raises.
+    html, how = decode_html(("<p>" + text * 5).encode("latin-1"), "text/html; charset=utf-8")
+    assert "Zürich" in html and "declared" not in how
+
+
+def test_title_and_date_from_metadata():
+    page = (b'<html><head><title> A title </title><meta property="article:published_time" '
+            b'content="2021-03-04T05:06:07Z"></head><body><article><p>' + b"Some long text here. " * 30
+            + b"</p></article></body></html>")
+    got = extract_mod.extract_page(page, "text/html", "http://x.org/a")
+    assert (got.title, got.date, got.charset) == ("A title", "2021-03-04T05:06:07Z", "utf-8 (valid)")
+    assert got.text.startswith("Some long text here.")
+
+
+@pytest.mark.slow
+def test_extraction_f1_beats_trafilatura_on_gold_pages(readability_dir):
+    from evals.data.extraction import extractors, load_gold, score
+
+    pages = load_gold(readability_dir, limit=40)
+    fns = extractors(variants=False)
+    ours, peer = (score(fn, pages) for fn in fns.values())
+    assert ours["f1"] >= peer["f1"] - 0.005 and ours["f1"] > 0.9
