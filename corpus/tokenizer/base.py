@@ -97,8 +97,11 @@ class SentencePieceTokenizer(Tokenizer):
         pad = self._sp.pad_id()
         return pad if pad >= 0 else self.eod_id
 
-    def encode_batch(self, texts: Sequence[str], *, num_threads: int = 1) -> list[list[int]]:
-        return self._sp.encode(list(texts), out_type=int, num_threads=num_threads)
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        # One call per text: measured ~2x faster than sentencepiece's own batch `encode(list)` with
+        # one thread (0.2.3); parallelism comes from worker processes instead.
+        encode = self._sp.encode_as_ids
+        return [encode(t) for t in texts]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._sp.decode([int(i) for i in ids])
