@@ -44,6 +44,7 @@ def test_variant_mixtures_keep_components_and_scale_expected_tokens(base):
     assert [c.tokens_expected for c in v.components] == [300_000, 120_000, 80_000]
 
 
+@pytest.mark.slow  # seven proxy runs, each a fresh interpreter
 def test_ablation_runs_scores_table_plot_and_resumes(catalog, base, tmp_path):
     variants = ablate.make_variants(base, 0.5)
     results = ablate.run_ablation(catalog, base, variants, PROXY, str(tmp_path))

@@ -135,3 +135,15 @@ def test_existing_hf_tokenizer_file_is_accepted(tmp_path):
     assert tok.decode(tok.encode(text)) == text
     with pytest.raises(ConfigError, match="no end-of-document token"):
         load_tokenizer(str(path), eod_token="<eos-missing>")
+    # and it tokenizes a dataset version like a SentencePiece model does
+    from corpus.tokenize import TokenizeConfig, tokenize_version
+    from manifests import Catalog
+
+    import pyarrow as pa
+
+    cat = Catalog(str(tmp_path / "root"))
+    texts = wiki_texts()[:6]
+    v = tokenize_version(cat, cat.write_table("w", pa.table({"text": texts})), tok, TokenizeConfig(rows_per_task=2))
+    assert v.manifest.extra["tokenizer"]["kind"] == "hf_tokenizers"
+    assert v.manifest.extra["tokenizer"]["model_file"] == str(path)
+    assert v.manifest.tokens == sum(len(tok.encode(t)) + 1 for t in texts)
