@@ -14,7 +14,6 @@ may be under any of them), unless one file itself says how they combine (`mit OR
 from __future__ import annotations
 
 import fnmatch
-import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -206,6 +205,3 @@ def is_allowed(expr: str, allow: list[str]) -> bool:
 
     return ok(parse_expression(expr))
 
-
-def repo_root_files(paths: Iterable[str]) -> list[str]:
-    return [p for p in paths if posixpath.dirname(p) in ("", "LICENSES", "licenses")]

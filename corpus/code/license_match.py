@@ -18,7 +18,7 @@ import numpy as np
 from .license_index import KEY_WORDS, LicenseIndex, load_index
 from .license_text import _EQUIVALENT, normalize, words
 
-DICE_MIN = 0.95  # below this a whole-file match is not trusted (modified licenses score 0.90-0.94)
+DICE_MIN = 0.95  # below this a whole-file match is not trusted; renamed+modified texts also fail the title check
 COVER_MIN = 0.97  # a file that contains all of a license text plus other text (appended notices)
 _SPDX_TAG = re.compile(r"SPDX-License-Identifier:\s*([A-Za-z0-9.+\-_ ()]+?)\s*(?:\*/|-->|$)", re.MULTILINE)
 

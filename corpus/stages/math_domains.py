@@ -1,9 +1,9 @@
 """`math_domains_v1`: keep pages from human-labelled math domains (an allow-list file).
 
 The file has one domain per line, optionally followed by a label (`allow`, the default, or
-`deny`) and a `# comment`. A page's host matches a domain or any of its subdomains
-(`math.stackexchange.com` matches `stackexchange.com` only if that is listed). `deny` entries win
-over `allow` (e.g. allow `wikipedia.org`, deny `simple.wikipedia.org`). Drops `domain_not_allowed`,
+`deny`) and a `# comment`. A listed domain covers its subdomains; the most specific listed suffix
+of a page's host decides (allow `wikipedia.org` but deny `simple.wikipedia.org`; deny
+`stackexchange.com` but allow `math.stackexchange.com`). Drops `domain_not_allowed`,
 `domain_denied`, `no_url`.
 """
 
@@ -50,7 +50,7 @@ def host_of(url: str | None) -> str | None:
 
 
 def label_for(host: str, labels: dict[str, str]) -> str | None:
-    """The label of the most specific listed suffix of `host` (deny beats allow at equal depth)."""
+    """The label of the most specific listed suffix of `host`, or None."""
     parts = host.split(".")
     for i in range(len(parts)):
         label = labels.get(".".join(parts[i:]))

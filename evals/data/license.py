@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from corpus.code.license import detect_repository, parse_expression

@@ -29,6 +29,7 @@ def test_code_license_drops_with_the_license_as_reason():
     assert narrow.stats.rows_out == 0
 
 
+@pytest.mark.slow  # builds the license index on a cold cache (~25 s)
 def test_license_select_on_a_real_dataset_license_column(shared_data):
     path = shared_data / "benchmarks/math_eval_harness/college_math/test.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
