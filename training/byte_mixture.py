@@ -53,3 +53,33 @@ def publish_byte_mixture(root: str | Path, *, name: str, stage: str, seq_length:
         components=entries, spec={"name": name, "note": "byte-level test mixture"})
     mixture.publish(Catalog(str(root)))
     return mixture
+
+
+TINY_STAGES = (  # name, stage, seq_length, sequences in the budget, weights (short, long)
+    ("tiny-core", "core", 64, 16 * 150, (0.5, 0.5)),
+    ("tiny-continued", "continued", 128, 8 * 30, (0.3, 0.7)),
+    ("tiny-context", "context-lengthening", 256, 4 * 30, (0.1, 0.9)),
+)
+
+
+def publish_tiny_mixtures(root: str | Path, texts: list[str]) -> list[str]:
+    """The CPU stand-ins of the three AFM stage mixtures: documents split at the median length into
+    `web-short` and `web-long`; later stages up-weight long documents (the report does so for long context)."""
+    texts = sorted(texts, key=len)
+    short, long_ = texts[: len(texts) // 2], texts[len(texts) // 2:]
+    names = []
+    for name, stage, seq, sequences, (w_short, w_long) in TINY_STAGES:
+        publish_byte_mixture(root, name=name, stage=stage, seq_length=seq, token_budget=seq * sequences,
+                             components={"web-short": (w_short, short), "web-long": (w_long, long_)})
+        names.append(name)
+    return names
+
+
+def bundled_c4_texts(repo: str | Path | None = None) -> list[str]:
+    """The 300 real C4 documents that ship with the repository (data/samples/c4)."""
+    import gzip
+    import json
+
+    repo = Path(repo) if repo else Path(__file__).resolve().parents[1]
+    with gzip.open(repo / "data" / "samples" / "c4" / "c4_demo.jsonl.gz", "rt", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]

@@ -75,7 +75,12 @@ def save(directory: str | Path, *, model, optimizer=None, manifest: dict) -> Pat
 
 
 def open_checkpoint(directory: str | Path) -> CheckpointInfo:
+    """A checkpoint directory, or a run directory (then its newest finished `step-*` checkpoint)."""
     directory = Path(directory)
+    if not (directory / CHECKPOINT_MANIFEST).exists() and directory.is_dir():
+        found = latest(directory)
+        if found is not None:
+            return found
     path = directory / CHECKPOINT_MANIFEST
     if not path.exists():
         raise ManifestError(f"{directory}: no {CHECKPOINT_MANIFEST}; not a finished checkpoint")

@@ -69,7 +69,7 @@ class TrainConfig:
     steps: int | None = None  # None: the mixture's token budget / (global_batch * seq_length)
     seed: int = 1234  # model init; the data order uses the mixture's seed (this one for hand-made blends)
     init_from: str | None = None  # previous stage's checkpoint: weights only, fresh optimizer and schedule
-    out_dir: str = "runs/train"
+    out_dir: str = "out/train"
     save_every: int = 0  # 0: only at the end
     eval_every: int = 0  # 0: only at the end
     log_every: int = 10

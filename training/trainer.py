@@ -159,6 +159,10 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
     result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps)
     tokens_per_step = cfg.global_batch * plan.seq_length
     end_step = min(plan.steps, stop_after) if stop_after else plan.steps
+    if cfg.init_from and start_step == 0:  # where the previous stage (or pruning) left the model
+        result.eval_history.append((0, evaluate(model, splits.valid, micro_batch=cfg.micro_batch,
+                                                autocast=autocast)["loss"]))
+        log(f"[{cfg.name}] held-out loss {result.eval_history[0][1]:.4f} at the start (from {cfg.init_from})")
     t0 = time.perf_counter()
     model.train()
     for step in range(start_step, end_step):

@@ -37,6 +37,16 @@ class ModelShape:
     def with_(self, **changes) -> "ModelShape":
         return replace(self, **changes)
 
+    def parameter_count(self) -> dict[str, int]:
+        """Analytic count for this architecture (tied embeddings, no biases), without building the model."""
+        h, hd = self.hidden_size, self.head_dim
+        attention = h * (self.num_attention_heads + 2 * self.num_query_groups) * hd + self.num_attention_heads * hd * h
+        mlp = 3 * h * self.ffn_hidden_size  # fc1 emits gate and up, fc2 projects back
+        norms = 2 * h + 2 * hd  # pre-attention, pre-MLP, query and key norms
+        non_embedding = self.num_layers * (attention + mlp + norms) + h  # + final norm
+        embedding = self.vocab_size * h
+        return {"total": embedding + non_embedding, "embedding": embedding, "non_embedding": non_embedding}
+
 
 SHAPES: dict[str, ModelShape] = {s.name: s for s in [
     ModelShape(name="afm-on-device", hidden_size=3072, num_layers=26, num_attention_heads=24, num_query_groups=8,

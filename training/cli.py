@@ -1,0 +1,164 @@
+"""`cidermill train ...`: pretraining stages, distillation, pruning, checkpoints. Thin: parse, call, print.
+
+Under torchrun every rank runs the same command (`torchrun --nproc-per-node 8 -m corpus.cli train pretrain
+configs/train/afm-on-device-core.yaml`); only rank 0 prints.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("train", help="pretraining, distillation, pruning, post-training")
+    tsub = p.add_subparsers(dest="train_cmd", required=True)
+
+    pre = tsub.add_parser("pretrain", help="train one stage from a run config (YAML)")
+    _common(pre)
+    pre.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
+    pre.set_defaults(func=cmd_pretrain)
+
+    st = tsub.add_parser("stages", help="core -> continued -> context-lengthening, each from the previous checkpoint")
+    st.add_argument("configs", nargs="+", help="one run config per stage, in order")
+    st.add_argument("--init-from", help="checkpoint to start the first stage from (e.g. a pruned model)")
+    st.add_argument("--root", help="data root for mixture references (overrides data.root)")
+    st.set_defaults(func=cmd_stages)
+
+    dis = tsub.add_parser("distill", help="train with targets 0.1·label + 0.9·teacher top-1")
+    _common(dis)
+    g = dis.add_mutually_exclusive_group()
+    g.add_argument("--teacher", help="teacher checkpoint (online top-1)")
+    g.add_argument("--teacher-top1", help="precomputed top-1 ids (prefix from `train precompute-top1`)")
+    dis.add_argument("--teacher-weight", type=float, default=0.9)
+    dis.set_defaults(func=cmd_distill)
+
+    pc = tsub.add_parser("precompute-top1", help="write the teacher's top-1 ids for a run's training samples")
+    _common(pc)
+    pc.add_argument("--teacher", required=True, help="teacher checkpoint")
+    pc.add_argument("--out", required=True, help="output prefix (.bin/.idx/.top1.json)")
+    pc.set_defaults(func=cmd_precompute)
+
+    pr = tsub.add_parser("prune", help="learn Soft-Top-K FFN masks on the config's mixture, write a pruned checkpoint")
+    _common(pr)
+    pr.add_argument("--source", required=True, help="checkpoint of the trained model to prune")
+    pr.add_argument("--target-ffn", type=int, required=True, help="FFN width of the pruned model")
+    pr.add_argument("--mask-steps", type=int, default=100)
+    pr.add_argument("--mask-lr", type=float, default=0.05)
+    pr.add_argument("--out", required=True, help="checkpoint directory to write")
+    pr.set_defaults(func=cmd_prune)
+
+    show = tsub.add_parser("show", help="print a checkpoint's manifest")
+    show.add_argument("checkpoint")
+    show.set_defaults(func=cmd_show)
+
+    shapes = tsub.add_parser("shapes", help="list named model shapes with parameter counts")
+    shapes.set_defaults(func=cmd_shapes)
+
+    tiny = tsub.add_parser("tiny-mixtures", help="publish byte-level tiny-core/continued/context mixtures "
+                                                 "from the bundled C4 sample (CPU runs of configs/train/tiny-*)")
+    tiny.add_argument("--root", default="data/root")
+    tiny.set_defaults(func=cmd_tiny_mixtures)
+
+
+def _common(p) -> None:
+    p.add_argument("config", help="run config YAML (configs/train/*.yaml)")
+    p.add_argument("--steps", type=int, help="override steps")
+    p.add_argument("--out-dir", help="override out_dir")
+    p.add_argument("--root", help="data root for mixture references (overrides data.root)")
+
+
+def _load(args, path=None):
+    from .config import load_config, with_
+
+    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None))
+    if getattr(args, "root", None):
+        import dataclasses
+
+        cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
+    return cfg
+
+
+def _log(line: str) -> None:
+    from .parallel import is_main
+
+    if is_main():
+        print(line, flush=True)
+
+
+def cmd_pretrain(args) -> int:
+    from .trainer import train
+
+    result = train(_load(args), resume=args.resume, log=_log)
+    _log(f"checkpoint {result.checkpoint}")
+    return 0
+
+
+def cmd_stages(args) -> int:
+    from .stages import run_stages
+
+    results = run_stages([_load(args, p) for p in args.configs], init_from=args.init_from, log=_log)
+    for r in results:
+        _log(f"{r.run_dir}: first loss {r.losses[0]:.4f} last {r.losses[-1]:.4f} held-out {r.eval_loss:.4f}")
+    return 0
+
+
+def cmd_distill(args) -> int:
+    from .config import DistillConfig, with_
+    from .trainer import train
+
+    cfg = _load(args)
+    if args.teacher or args.teacher_top1:
+        cfg = with_(cfg, distill=DistillConfig(teacher=args.teacher, teacher_top1=args.teacher_top1,
+                                               teacher_weight=args.teacher_weight))
+    if cfg.distill is None:
+        from manifests.errors import ConfigError
+
+        raise ConfigError("distill: give --teacher or --teacher-top1, or a `distill:` section in the config")
+    result = train(cfg, log=_log)
+    _log(f"checkpoint {result.checkpoint}")
+    return 0
+
+
+def cmd_precompute(args) -> int:
+    from .distill import precompute_top1
+
+    prefix = precompute_top1(_load(args), teacher=args.teacher, prefix=args.out)
+    _log(f"top-1 ids at {prefix}.bin/.idx")
+    return 0
+
+
+def cmd_prune(args) -> int:
+    from .prune import prune
+
+    prune(_load(args), source=args.source, target_ffn=args.target_ffn, steps=args.mask_steps,
+          out_dir=args.out, lr=args.mask_lr, log=_log)
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .checkpoint import open_checkpoint
+
+    manifest = dict(open_checkpoint(args.checkpoint).manifest)
+    manifest.pop("config", None)
+    print(json.dumps(manifest, indent=2))
+    return 0
+
+
+def cmd_shapes(args) -> int:
+    from .model.shapes import SHAPES
+
+    print(f"{'shape':18} {'layers':>6} {'width':>6} {'heads':>5} {'kv':>3} {'ffn':>6} {'vocab':>6} {'params':>10}")
+    for s in SHAPES.values():
+        n = s.parameter_count()["total"]
+        size = f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.2f}M"
+        print(f"{s.name:18} {s.num_layers:6} {s.hidden_size:6} {s.num_attention_heads:5} {s.num_query_groups:3} "
+              f"{s.ffn_hidden_size:6} {s.vocab_size:6} {size:>10}")
+    return 0
+
+
+def cmd_tiny_mixtures(args) -> int:
+    from .byte_mixture import bundled_c4_texts, publish_tiny_mixtures
+
+    for name in publish_tiny_mixtures(args.root, bundled_c4_texts()):
+        print(f"published mixture {name} under {args.root}")
+    return 0
