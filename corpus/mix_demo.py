@@ -20,12 +20,14 @@ MIXTURE_NAME = "demo-core"
 VOCAB_SIZE = 4096
 SEQ_LENGTH = 256
 MAX_VERSION_BYTES = 64 << 20  # keep the demo quick: skip anything bigger
+MIN_ROWS = 10  # a handful of documents (a side demo's output) is not a mixture component
 # Core-stage shares by kind of data (renormalised over what exists); web takes the rest.
 KIND_WEIGHTS = {"code": 0.2, "math": 0.15}
 
 
 def text_versions(catalog: Catalog) -> list[DatasetVersion]:
-    """The newest version of each dataset with a non-empty `text` column (no rejects, no artifacts)."""
+    """The newest version of each dataset with a `text` column and at least MIN_ROWS rows (no rejects,
+    no artifacts, no version another candidate was derived from)."""
     newest: dict[str, DatasetVersion] = {}
     for entry in catalog.versions():
         v = DatasetVersion(entry.location)
@@ -34,10 +36,13 @@ def text_versions(catalog: Catalog) -> list[DatasetVersion]:
             continue
         if "text" not in v.schema.names or not pa.types.is_string(v.schema.field("text").type):
             continue
-        if m.bytes > MAX_VERSION_BYTES:
+        if m.bytes > MAX_VERSION_BYTES or m.rows < MIN_ROWS:
             continue
         newest[v.name] = v  # versions() is sorted by creation time: the last one wins
-    return [newest[n] for n in sorted(newest)]
+    # A version another candidate was made from (web-filtered -> web after dedup) would count its
+    # documents twice: keep only the end of each chain.
+    parents = {p for v in newest.values() for p in v.manifest.parents}
+    return [newest[n] for n in sorted(newest) if newest[n].version_id not in parents]
 
 
 def component_name(version_name: str) -> str:
@@ -68,10 +73,10 @@ def run(root: str) -> str:
     names = [component_name(v.name) for v in versions]
     dupes = {n for n in names if names.count(n) > 1}
     names = [v.name if n in dupes else n for n, v in zip(names, versions)]
-    weights = {n: KIND_WEIGHTS.get(n, 0.0) for n in names}
+    weights = {n: KIND_WEIGHTS[n] for n in names if n in KIND_WEIGHTS}
     rest = [n for n in names if n not in KIND_WEIGHTS]
-    for n in rest:
-        weights[n] = (1.0 - sum(weights.values())) / len(rest) if rest else 0.0
+    share = (1.0 - sum(weights.values())) / len(rest) if rest else 0.0
+    weights.update({n: share for n in rest})  # from_dict renormalises when there is no web at all
     spec = MixtureSpec.from_dict({
         "name": MIXTURE_NAME, "stage": "core", "tokenizer": f"{TOKENIZER_NAME}@{tok_version.version_id}",
         "seq_length": SEQ_LENGTH, "token_budget": 1 << 18, "seed": 1234,
