@@ -76,10 +76,12 @@ class LongContextConfig:
     target_tokens: int = 8192
     backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 48
+    max_questions: int | None = None  # gold documents asked about (the first ones); all others still serve as distractors
     seed: int = 0
 
     def __post_init__(self):
         require(self.target_tokens >= 512, f"target_tokens must be >= 512; got {self.target_tokens}")
+        require(self.max_questions is None or self.max_questions >= 1, "max_questions must be >= 1 or null")
 
 
 def build_context(docs: list[str], gold: int, order: list[int], target: int, depth: float) -> tuple[list[str], int]:
@@ -111,6 +113,8 @@ class LongContextQA(Generator):
         docs = [r["text"] or "" for r in recs]
         spans, dropped = {}, []
         for i, r in enumerate(recs):
+            if c.max_questions is not None and len(spans) >= c.max_questions:
+                break
             got = pick_span(docs[i], random.Random(f"{c.seed}:{r['id']}"))
             if got is None:
                 dropped.append((i, "no_answer_span"))

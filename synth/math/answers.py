@@ -83,9 +83,9 @@ def normalize(ans: str) -> str:
     s = re.sub(r"\\frac\{([^{}]*)\}(\d)", r"\\frac{\1}{\2}", s)
     s = re.sub(r"\\frac(\d)\{", r"\\frac{\1}{", s)
     s = re.sub(r"\\sqrt(\d)", r"\\sqrt{\1}", s)
-    if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", s):
-        s = s.replace(",", "")
     s = re.sub(r"\s+", "", s)
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", s):  # thousands separators, not a tuple
+        s = s.replace(",", "")
     s = re.sub(r"^\((\w)\)$", r"\1", s)  # "(C)" -> "C"
     return s
 

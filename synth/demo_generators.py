@@ -1,0 +1,119 @@
+"""Demo of the issue-8 generators: each runs small with the CPU model and publishes a dataset
+version with a manifest (plus `<name>.rejects`), then the dataset-agnostic SFT stages run through
+the local executor on one of the outputs. Prints items/s per generator with the backend used.
+
+    python -m synth.demo_generators --root data/root      (called by synth/demo.py as run(root))
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from corpus.report import stats_table
+
+from .math.paths import shared_data
+
+REPO = Path(__file__).resolve().parents[1]
+C4_SAMPLE = REPO / "data" / "samples" / "c4" / "c4_demo.jsonl.gz"
+
+
+def _report(label: str, run, backend) -> dict:
+    v = run.version
+    print(stats_table(run.stats))
+    print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows from {run.seeds_in} seeds in {run.seconds:.1f} s "
+          f"= {run.items_per_s:.2f} items/s  ({backend.name}/{backend.model})"
+          + (f"\n   rejects {run.rejects.name}@{run.rejects.version_id[:12]}" if run.rejects else ""), flush=True)
+    return {"generator": label, "dataset": f"{v.name}@{v.version_id[:12]}", "seeds": run.seeds_in,
+            "rows": v.manifest.rows, "seconds": round(run.seconds, 1), "items_per_s": round(run.items_per_s, 3),
+            "backend": f"{backend.name}/{backend.model}"}
+
+
+def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
+    from synth.backends import load_backend
+    from synth.longcontext.qa import LongContextQA
+    from synth.math.pipeline import math_stages
+    from synth.math.seeds import load_gsm8k
+    from synth.sft.llm import register_backend
+    from synth.sft.runner import run_generator
+    from synth.summaries.payloads import load_c4_sample
+    from synth.summaries.pipeline import summary_stages
+    from synth.tools.pipeline import tool_stages
+    from synth.tools.seeds import load_glaive
+
+    data = shared_data()
+    if backend is None:
+        # one thread: on a shared 2-core machine torch's default threads oversubscribe and crawl
+        backend = load_backend("cpu", batch_size=32, threads=1)
+    register_backend("demo", backend)
+    spec = {"kind": "registered", "name": "demo"}
+    extra = {"backend": backend.name, "model": backend.model}
+    results = []
+
+    print("\n--- math: GSM8K train seeds -> rephrase / reversion / evolution -> judges -> CoT answers", flush=True)
+    seeds = load_gsm8k(data / "benchmarks/gsm8k/train.jsonl", limit=4 if small else 64, shortest=True)
+    r = run_generator(root, "synth-math", seeds, math_stages(spec, n_samples=2, cot_max_tokens=96,
+                                                             gen_max_tokens=64, dedup_threshold=0.95), extra=extra)
+    results.append(_report("math", r, backend))
+
+    print("\n--- tool use: glaive dialogues -> examples, bootstrap, parallel, distractors, validation", flush=True)
+    dialogues = load_glaive(data / "function_calling/llamafactory_glaive/glaive_toolcall_en_demo.json",
+                            limit=40 if small else 300)
+    r = run_generator(root, "synth-tools", dialogues,
+                      tool_stages(spec, max_bootstrap=6 if small else 200, max_pairs=5 if small else 100,
+                                  max_tokens=80), extra=extra)
+    results.append(_report("tools", r, backend))
+    tools_version = r.version
+
+    print("\n--- summaries: C4 text -> email/message/notification payloads -> teacher -> rules, "
+          "entailment, injection", flush=True)
+    docs = load_c4_sample(C4_SAMPLE, limit=8 if small else 120)
+    r = run_generator(root, "synth-summaries", docs, summary_stages(spec, max_tokens=48), extra=extra)
+    results.append(_report("summaries", r, backend))
+
+    print("\n--- long-context Q&A: C4 documents as gold + distractors up to 2k tokens", flush=True)
+    pool = load_c4_sample(C4_SAMPLE)
+    r = run_generator(root, "synth-longcontext", pool,
+                      [LongContextQA({"backend": spec, "target_tokens": 2048, "max_questions": 4 if small else 64,
+                                      "max_tokens": 32})], extra=extra)
+    results.append(_report("longcontext", r, backend))
+
+    print("\n--- SFT embedding dedup through the local executor on the tool-use version", flush=True)
+    results.append(_sft_dedup(root, tools_version))
+
+    print("\nthroughput per generator (items = published rows):")
+    for row in results:
+        print(f"  {row['generator']:12s} {row['rows']:4d} rows  {row['seconds']:7.1f} s  "
+              f"{row['items_per_s']:7.3f} items/s  {row['backend']}")
+    return results
+
+
+def _sft_dedup(root: str, version) -> dict:
+    from corpus.executors import run_pipeline
+    from corpus.pipeline import load_pipeline
+
+    pipeline = load_pipeline({
+        "name": "synth-tools-dedup",
+        "input": {"format": "parquet", "version": f"{version.name}@{version.version_id}"},
+        "output": {"root": root},
+        "executor": {"kind": "local", "workers": 1},
+        "stages": [{"sft_embed_dedup_v1": {"fields": ["messages", "calls"], "threshold": 0.95}}],
+    }, overrides={"output.root": root})
+    start = time.perf_counter()
+    outcome = run_pipeline(pipeline, progress=False)
+    seconds = time.perf_counter() - start
+    print(stats_table(outcome.stats))
+    v = outcome.version
+    print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows", flush=True)
+    return {"generator": "sft_dedup", "dataset": f"{v.name}@{v.version_id[:12]}", "seeds": version.manifest.rows,
+            "rows": v.manifest.rows, "seconds": round(seconds, 1),
+            "items_per_s": round(version.manifest.rows / seconds, 3), "backend": "all-MiniLM-L6-v2 (no LLM)"}
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default="data/root")
+    ap.add_argument("--full", action="store_true", help="larger seed sets (minutes to hours on CPU)")
+    args = ap.parse_args()
+    run(args.root, small=not args.full)
