@@ -104,7 +104,7 @@ class Pipeline:
         return resolve_inputs(self)
 
     def run_key(self, inputs: list[InputFile]) -> str:
-        files = [(f.key, f.location.size()) for f in inputs]
+        files = [(f.key, _dir_size(f.location) if f.location.is_dir() else f.location.size()) for f in inputs]
         return config_hash({"pipeline": self.canonical(), "inputs": files})
 
     def passes(self) -> list[list[Stage]]:
@@ -210,9 +210,17 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
     return [InputFile(loc, posixpath.relpath(loc.path, common) if common else loc.path) for loc in unique]
 
 
+def _dir_size(loc: Location) -> list[int]:
+    """[bytes, files] of a directory input (a folder of repositories, `format: repos`), so that a
+    change inside it changes the run key (a directory has no size of its own)."""
+    files = [i for i in loc.fs.get_file_info(pafs.FileSelector(loc.path, recursive=True))
+             if i.type == pafs.FileType.File]
+    return [sum(i.size or 0 for i in files), len(files)]
+
+
 def describe_plan(pipeline: Pipeline) -> str:
     inputs = pipeline.inputs()
-    total = sum(f.location.size() for f in inputs)
+    total = sum(_dir_size(f.location)[0] if f.location.is_dir() else f.location.size() for f in inputs)
     lines = [
         f"pipeline {pipeline.name}: {len(inputs)} input files ({total / 1e6:.1f} MB, format {pipeline.input.format})",
         f"executor: {pipeline.executor.kind}, {pipeline.executor.n_workers} workers, batch {pipeline.executor.batch_rows} rows",

@@ -81,3 +81,16 @@ def test_bad_options_fail_before_work():
         make_reader("repos", {"repo_depth": 9})
     with pytest.raises(ConfigError, match="did you mean 'repo_depth'"):
         make_reader("repos", {"repo_dept": 1})
+
+
+def test_a_change_inside_a_repository_folder_changes_the_run_key(tmp_path):
+    from corpus.pipeline import describe_plan, load_pipeline
+
+    (tmp_path / "repos" / "one").mkdir(parents=True)
+    (tmp_path / "repos" / "one" / "a.py").write_text("print(1)\n")
+    pipeline = load_pipeline({"name": "code", "input": {"format": "repos", "paths": [str(tmp_path / "repos")]},
+                              "output": {"root": str(tmp_path / "root")}, "stages": ["code_language_v1"]})
+    before = pipeline.run_key(pipeline.inputs())
+    (tmp_path / "repos" / "one" / "b.py").write_text("print(2)\n")
+    assert pipeline.run_key(pipeline.inputs()) != before
+    assert "1 input files" in describe_plan(pipeline)
