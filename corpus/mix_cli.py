@@ -118,10 +118,11 @@ def cmd_build(args) -> int:
             _check_component(cat, spec, i, tok)
         print(f"{args.mixture}: ok ({len(spec.components)} components, tokenizer {tok.name})")
         return 0
-    m = build_mixture(cat, spec, tokenize=TokenizeConfig(workers=args.workers), eod_token=args.eod_token)
+    m = build_mixture(cat, spec, tokenize=TokenizeConfig(workers=args.workers), eod_token=args.eod_token,
+                      publish=False)
+    location = m.publish(cat)  # <root>/<name>/<id>/mixture.json
     print(describe_mixture(m))
-    ref = cat.versions(m.name)[-1] if cat.versions(m.name) else None
-    print(f"mixture manifest: {m.name}" + (f"@{ref.version_id[:12]}  {ref.location.join('mixture.json').uri}" if ref else ""))
+    print(f"mixture manifest: {m.name}@{location.path.rsplit('/', 2)[-2][:12]}  {location.uri}")
     return 0
 
 

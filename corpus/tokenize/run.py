@@ -125,6 +125,9 @@ def tokenize_version(catalog: Catalog, source: DatasetVersion | str, tokenizer: 
                      config: TokenizeConfig | None = None, *, reuse: bool = True) -> DatasetVersion:
     """Tokenize `source` (a version or catalog ref) and publish the indexed dataset; reuse a published one."""
     config = config or TokenizeConfig()
+    if not catalog.root.is_local:
+        raise ConfigError(f"tokenize: the data root {catalog.root.uri} is not a local path; Megatron indexed "
+                          "datasets are written with local file I/O and read with mmap (use a local or mounted root)")
     source = catalog.resolve(source) if isinstance(source, str) else source
     field = config.text_field
     if field not in source.schema.names:
