@@ -2,8 +2,11 @@
 
 Score, then decide: the scorers add `judge__solvable` (bool, null when the reply is neither yes nor
 no) and `difficulty__score` (int 1-10, null when unparsable); the filters drop with reasons. The
-difficulty threshold applies only to the kinds named (the depth-evolved set by default): harder
-versions that the judge does not find harder are not worth keeping.
+solvability judge looks only at questions without a ground truth (evolved ones): seeds, rephrases
+(numbers checked) and reversions (built by rule from a solved problem) are solvable by construction,
+and a small judge saying "no" to them would only lose good rows. The difficulty threshold applies
+only to the kinds named (the depth-evolved set by default): harder versions that the judge does
+not find harder are not worth keeping.
 """
 
 from __future__ import annotations
@@ -40,10 +43,17 @@ class JudgeConfig:
         require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
 
 
-def _judge(config: JudgeConfig, template, table: pa.Table) -> list[str]:
+def _judge(config: JudgeConfig, template, table: pa.Table, rows: list[int] | None = None) -> list[str | None]:
+    """Judge replies per row; rows not in `rows` (when given) are not asked and get None."""
     params = SamplingParams(max_tokens=config.max_tokens, temperature=0.0, seed=config.seed)
-    items = [{"question": q or ""} for q in table.column(config.text_field).to_pylist()]
-    return [r.text for r in generate(get_backend(config.backend), template, items, params=params)]
+    questions = table.column(config.text_field).to_pylist()
+    asked = list(range(len(questions))) if rows is None else rows
+    replies = generate(get_backend(config.backend), template, [{"question": questions[i] or ""} for i in asked],
+                       params=params)
+    out: list[str | None] = [None] * len(questions)
+    for i, r in zip(asked, replies):
+        out[i] = r.text
+    return out
 
 
 @register
@@ -52,12 +62,17 @@ class SolvabilityJudge(Scorer):
     Config = JudgeConfig
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
-        return {"judge__solvable": pa.array([parse_yes_no(t) for t in _judge(self.config, SOLVABLE, table)], pa.bool_())}
+        rows = None
+        if "answer" in table.schema.names:  # only questions without a ground truth need the judge
+            rows = [i for i, a in enumerate(table.column("answer").to_pylist()) if a is None]
+        replies = _judge(self.config, SOLVABLE, table, rows)
+        return {"judge__solvable": pa.array([parse_yes_no(t) if t is not None else None for t in replies], pa.bool_())}
 
 
 @dataclass(frozen=True, kw_only=True)
 class KeepSolvableConfig:
     drop_unparsed: bool = False  # a 135M judge often answers off-format; unparsed = no evidence either way
+    # (rows the judge was not asked about - those with a ground truth - are null and always kept)
 
 
 @register
@@ -69,7 +84,10 @@ class KeepSolvable(Filter):
         v = table.column("judge__solvable")
         out = pc.if_else(pc.equal(v, False), pa.scalar("judged_unsolvable"), pa.scalar(None, pa.string()))
         if self.config.drop_unparsed:
-            out = pc.if_else(pc.is_null(v), pa.scalar("solvable_unparsed"), out)
+            unparsed = pc.is_null(v)
+            if "answer" in table.schema.names:  # rows with a ground truth were not asked
+                unparsed = pc.and_(unparsed, pc.is_null(table.column("answer")))
+            out = pc.if_else(unparsed, pa.scalar("solvable_unparsed"), out)
         return out
 
 
@@ -79,7 +97,8 @@ class DifficultyJudge(Scorer):
     Config = JudgeConfig
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
-        return {"difficulty__score": pa.array([parse_rating(t) for t in _judge(self.config, DIFFICULTY, table)], pa.int32())}
+        replies = _judge(self.config, DIFFICULTY, table)
+        return {"difficulty__score": pa.array([parse_rating(t or "") for t in replies], pa.int32())}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -59,10 +60,18 @@ def _longest_copied(s_tok: list[str], d_grams: dict[int, set]) -> int:
     return best
 
 
-def pair_features(document: str, summary: str) -> list[float]:
-    d_tok, s_tok = _tokens(document), _tokens(summary)
-    d_set = set(d_tok)
+@lru_cache(maxsize=256)
+def _document_index(document: str) -> tuple[set, dict[int, set], set, set]:
+    """A document's n-gram sets, computed once: SummaC pairs several summaries with one document."""
+    d_tok = _tokens(document)
     d_grams = {n: set(_ngrams(d_tok, n)) for n in range(1, 13)}
+    d_ents = set(w.lower() for w in re.findall(r"[A-Za-z]+", document))
+    return set(d_tok), d_grams, set(_numbers(document)), d_ents
+
+
+def pair_features(document: str, summary: str) -> list[float]:
+    s_tok = _tokens(summary)
+    d_set, d_grams, d_nums, d_ents = _document_index(document)
     content = [t for t in s_tok if t not in _STOP]
     sent_novel, sent_bi, sent_tri = [], [], []
     for sent in re.split(r"(?<=[.!?])\s+|\n+", summary):
@@ -73,8 +82,6 @@ def pair_features(document: str, summary: str) -> list[float]:
         if len(toks) >= 3:
             sent_bi.append(_cov(_ngrams(toks, 2), d_grams[2]))
             sent_tri.append(_cov(_ngrams(toks, 3), d_grams[3]))
-    d_nums = set(_numbers(document))
-    d_ents = set(w.lower() for w in re.findall(r"[A-Za-z]+", document))
     nums, ents = _numbers(summary), _entities(summary)
     return [
         _cov(content, d_set),

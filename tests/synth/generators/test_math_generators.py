@@ -113,3 +113,15 @@ def test_config_errors_say_the_fix():
         MathAugment({"kinds": ["rephrase", "invert"]})
     with pytest.raises(ConfigError, match="min_votes"):
         MathCotAnswers({"n_samples": 2, "min_votes": 3})
+
+
+def test_solvability_judge_asks_only_about_questions_without_ground_truth(scripted):
+    asked = []
+    spec = scripted(lambda req, i: asked.append(req.messages[-1]["content"]) or "no")
+    t = pa.table({"question": ["seed q", "evolved q"], "answer": ["3", None], "kind": ["seed", "evolve_depth"]})
+    scored = SolvabilityJudge({"backend": spec})(t).table
+    assert scored.column("judge__solvable").to_pylist() == [None, False]
+    assert len(asked) == 1 and "evolved q" in asked[0]
+    out = KeepSolvable({"drop_unparsed": True})(scored)
+    assert out.table.column("question").to_pylist() == ["seed q"]
+    assert out.stats.dropped == {"judged_unsolvable": 1}
