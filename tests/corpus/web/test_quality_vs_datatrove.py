@@ -122,3 +122,25 @@ def test_edge_pages_get_datatrove_reasons():
     assert got[0] == ("gopher_repetition_v1", "empty")
     assert got[2][0] == "gopher_repetition_v1"  # "word word ..." repeats every n-gram
     assert np.all([g is not None for g in got])
+
+
+def test_chunk_words_equal_spacy_on_every_word_of_real_pages(readability_dir):
+    from corpus.web import words
+
+    texts = c4_texts()[:150] + _extracted_pages(readability_dir, 40)
+    for text in texts:
+        assert words.words_of(text) == words.spacy_words_of(text)
+    chunks = {c for t in texts for c in t.split()}
+    for chunk in random.Random(3).sample(sorted(chunks), 4000):
+        words._CHUNKS.pop(chunk, None)
+        assert words._chunk_words(chunk) == tuple(words.spacy_words_of(chunk)), chunk
+
+
+def test_sentence_counts_equal_spacy_sentencizer():
+    from datatrove.utils.text import split_into_sentences
+
+    from corpus.web.words import count_sentences
+
+    lines = [line.strip() for t in c4_texts()[:60] for line in t.splitlines() if line.strip()]
+    lines += ["One. Two! Three?", "No stop at all", "Ends with a quote.\"", "Hi... there", "x", "Wait — what?!"]
+    assert count_sentences(lines) == [len(split_into_sentences(line)) for line in lines]
