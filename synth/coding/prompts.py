@@ -81,19 +81,24 @@ def parse_solution(text: str, *, entry_point: str) -> tuple[str | None, str | No
 
 
 def parse_tests(text: str, *, entry_point: str, max_tests: int) -> tuple[list[str], str | None]:
-    """Single-line assert statements that call the entry point and parse; duplicates removed."""
+    """Single-line assert statements that call the entry point and parse. Duplicates are removed,
+    and so are contradictions: asserts of `call == value` for one call with different values
+    (a small model often writes both `f(x) == True` and `f(x) == False`); none of them is kept."""
     body = extract_code(text) or text
-    tests: list[str] = []
+    found: list[tuple[str, str | None]] = []          # (assert line, the call it checks for equality)
+    expected: dict[str, set[str]] = {}
     for line in body.splitlines():
         line = line.strip()
-        if not line.startswith("assert ") or f"{entry_point}(" not in line:
+        if not line.startswith("assert ") or f"{entry_point}(" not in line or line in (t for t, _ in found):
             continue
         try:
-            ast.parse(line)
+            test = ast.parse(line).body[0].test
         except SyntaxError:
             continue
-        if line not in tests:
-            tests.append(line)
-        if len(tests) >= max_tests:
-            break
+        call = None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            call = ast.unparse(test.left)
+            expected.setdefault(call, set()).add(ast.unparse(test.comparators[0]))
+        found.append((line, call))
+    tests = [t for t, call in found if call is None or len(expected[call]) == 1][:max_tests]
     return tests, (None if tests else "no_valid_tests")

@@ -113,6 +113,8 @@ class Sandbox:
         else:
             env["HOME"] = str(scratch)
             cmd = [self.python, *argv]
+            if self.as_root:   # never run untrusted code as root, even without namespaces
+                kw = {"user": uid, "group": uid, "extra_groups": []}
         start = time.monotonic()
         try:
             proc = subprocess.Popen(cmd, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

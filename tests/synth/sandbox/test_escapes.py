@@ -113,3 +113,10 @@ def test_fork_bomb_memory_bomb_loop_and_flood_are_contained(sandbox):
 def test_bad_file_name_is_refused(sandbox):
     with pytest.raises(ValueError, match="escapes the scratch"):
         sandbox.run("pass", files={"../evil.py": "x"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root; unprivileged runs keep their own uid")
+def test_even_the_rlimits_level_never_runs_code_as_root():
+    with Sandbox(LIMITS, isolation_level="rlimits", max_workers=1) as sb:
+        r = sb.run("import os; print(os.getuid())")
+    assert r.verdict is Verdict.PASSED and int(r.stdout) != 0
