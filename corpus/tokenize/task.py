@@ -153,8 +153,6 @@ def run_tokenize_task(task: TokenizeTask, tokenizer: Tokenizer) -> TaskOutcome:
                 out.tokens += arr.size
             out.documents += len(docs)
         builder.finalize(task.prefix + ".idx")
-    except UnicodeDecodeError as exc:  # pyarrow validated UTF-8 on write; a bad shard is a shard error
-        raise ShardError(task.shard.uri, f"invalid UTF-8 in {task.text_field!r}: {exc}") from exc
     except BaseException:
         builder.data_file.close()
         raise

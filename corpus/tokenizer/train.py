@@ -98,8 +98,8 @@ def sample_lines(versions: list[DatasetVersion], config: TokenizerTrainConfig,
     budget_per_version = config.sample_bytes // max(1, len(versions))
     for vi, version in enumerate(versions):
         field = config.text_field
-        if field not in version.schema.names or not pa.types.is_string(version.schema.field(field).type) \
-                and not pa.types.is_large_string(version.schema.field(field).type):
+        kind = version.schema.field(field).type if field in version.schema.names else None
+        if kind is None or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             raise ConfigError(f"{version.name}@{version.version_id[:12]}: no string column {field!r} to train "
                               f"on (columns: {', '.join(version.schema.names)}); set text_field")
         fraction = min(1.0, config.sample_docs / max(1, version.manifest.rows))

@@ -56,8 +56,7 @@ def catalog(tmp_path_factory) -> Catalog:
     """web (300 C4 docs), wiki (30 Wikipedia articles), code (licensed source files), and an empty one."""
     root = tmp_path_factory.mktemp("catalog")
     cat = Catalog(str(root))
-    # Small row groups, so tokenizing splits even these into several tasks.
-    cat.write_table("web", _table(c4_texts(), "c4"), target_bytes=64 << 20)
+    cat.write_table("web", _table(c4_texts(), "c4"))
     cat.write_table("wiki", _table(wiki_texts(), "wikipedia"))
     cat.write_table("code", _table(code_texts(), "code_licensed"))
     cat.write_table("empty", _table([], "none"), schema=_table(["x"], "x").schema)
