@@ -2,7 +2,8 @@
 
 Behaviour is scripted per request by the `plan` list: each entry is consumed in order
 ("ok", "503", "429", "400", "slow", "garbage"); once the plan is used up every request is "ok".
-An "ok" reply echoes the last user message, with one choice per `n` and fake log-probs.
+An "ok" reply is `reply(body, choice_index)` (default: echo the last user message), one choice per
+`n`, with fake log-probs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0):
+    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0, reply=None):
         self.plan = list(plan or [])
+        self.reply = reply or (lambda body, i: "echo[%d] %s" % (i, [m["content"] for m in body["messages"]
+                                                                    if m["role"] == "user"][-1]))
         self.slow_s = slow_s
         self.bodies: list[dict] = []
         self.times: list[float] = []
@@ -45,9 +48,8 @@ class FakeServer:
                 if action == "garbage":
                     payload = b'{"choices": "nope"}'
                 else:
-                    user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
                     choices = [{"index": i, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": f"echo[{i}] {user}"},
+                                "message": {"role": "assistant", "content": server.reply(body, i)},
                                 "logprobs": {"content": [{"token": "e", "logprob": -0.5},
                                                          {"token": "cho", "logprob": -1.5}]}}
                                for i in range(body.get("n", 1))]
