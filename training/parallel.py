@@ -25,6 +25,10 @@ class ParallelConfig:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1  # kept at 1: the loop runs no pipeline schedule
     precision: str = "fp32"  # "bf16" autocasts matmuls on GPU; master weights and optimizer state stay fp32
+    # "local": megatron-core's own modules (CPU and GPU; attention materialises [B,heads,S,S]);
+    # "transformer_engine": TE's fused modules and flash attention, needed for long sequences on GPU.
+    # Keep one choice for a whole chain of stages: the two name their weights differently.
+    kernels: str = "local"
 
     def __post_init__(self):
         if self.tensor_parallel < 1:
@@ -33,6 +37,8 @@ class ParallelConfig:
             raise ConfigError("parallel.pipeline_parallel must be 1: this trainer has no pipeline schedule yet")
         if self.precision not in ("fp32", "bf16"):
             raise ConfigError(f"parallel.precision must be 'fp32' or 'bf16'; got {self.precision!r}")
+        if self.kernels not in ("local", "transformer_engine"):
+            raise ConfigError(f"parallel.kernels must be 'local' or 'transformer_engine'; got {self.kernels!r}")
 
 
 def device() -> torch.device:

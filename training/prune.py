@@ -152,7 +152,9 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
     state = pruned_state_dict(model, masks)
     masks.remove()
     shape = model_shape_of(info).with_(ffn_hidden_size=target_ffn)
-    student = build_model(shape, seq_length=plan.seq_length, rotary_base=info.manifest["rotary_base"])
+    kernels = info.manifest.get("kernels", "local")
+    student = build_model(shape, seq_length=plan.seq_length, rotary_base=info.manifest["rotary_base"],
+                          kernels=kernels)
     ckpt.load_state_dict_(student, state)
     kept = sum(math.prod(v.shape) for v in state.values())
     manifest = {
@@ -160,7 +162,7 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
         "data": {"source_id": plan.blend.id, "blend": plan.blend.megatron_blend(), "seed": plan.data_seed,
                  "seq_length": plan.seq_length},
         "data_position": {"samples_consumed": steps * cfg.global_batch},
-        "model_shape": asdict(shape), "rotary_base": info.manifest["rotary_base"],
+        "model_shape": asdict(shape), "rotary_base": info.manifest["rotary_base"], "kernels": kernels,
         "pruned_from": {"checkpoint": str(source), "ffn_hidden_size": info.manifest["model_shape"]["ffn_hidden_size"],
                         "target_ffn": target_ffn, "mask_steps": steps, "parameters": kept,
                         "seconds": round(time.perf_counter() - t0, 2)},

@@ -73,13 +73,14 @@ class TrainResult:
 
 
 def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int | None = None,
-               parallel_output: bool = True):
+               parallel_output: bool = True, kernels: str | None = None):
     """Rebuild a model from a checkpoint's manifest (its shape and RoPE base) and load its weights."""
     info = ckpt.open_checkpoint(checkpoint_dir)
     shape = get_shape(info.manifest["model_shape"]["name"], **{
         k: v for k, v in info.manifest["model_shape"].items() if k != "name"})
     model = build_model(shape, seq_length=seq_length,
-                        rotary_base=rotary_base or info.manifest["rotary_base"], parallel_output=parallel_output)
+                        rotary_base=rotary_base or info.manifest["rotary_base"], parallel_output=parallel_output,
+                        kernels=kernels or info.manifest.get("kernels", "local"))
     ckpt.load_weights(info, model)
     return model, info
 
@@ -127,7 +128,8 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
                           cache_dir=cfg.data.cache_dir or run_dir / "data-cache")
 
     parallel.seed_everything(cfg.seed)
-    model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base)
+    model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
+                        kernels=cfg.parallel.kernels)
     if cfg.init_from:
         ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
     optimizer = build_optimizer(model, cfg.optim)
@@ -152,7 +154,8 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         from megatron.core import parallel_state
 
         train_model = torch.nn.parallel.DistributedDataParallel(
-            model, process_group=parallel_state.get_data_parallel_group())
+            model, device_ids=[dev.index] if dev.type == "cuda" else None,
+            process_group=parallel_state.get_data_parallel_group())
     use_bf16 = cfg.parallel.precision == "bf16" and dev.type == "cuda"
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else contextlib.nullcontext
 
@@ -227,6 +230,7 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
         "rng": "optim/rank-*.pt holds torch CPU/CUDA generator states",
         "model_shape": asdict(cfg.model),
         "rotary_base": cfg.rotary_base,
+        "kernels": cfg.parallel.kernels,
         "init_from": cfg.init_from,
         "config": cfg.to_dict(),
         "eval": [list(e) for e in result.eval_history],

@@ -14,15 +14,21 @@ import torch.nn.functional as F
 from .shapes import ModelShape
 
 
-def afm_layer_spec():
-    """megatron-core's own (non-Transformer-Engine) modules with qk-norm and RMSNorm.
+def afm_layer_spec(kernels: str = "local"):
+    """The layer spec: megatron-core's own modules ("local") or Transformer Engine's fused ones, both with
+    qk-norm; RMSNorm and SwiGLU come from the TransformerConfig. TE is optional (GPU images carry it)."""
+    from megatron.core.models.gpt import gpt_layer_specs
 
-    On GPUs with Transformer Engine installed, `get_gpt_layer_with_transformer_engine_spec` is the faster
-    equivalent; it is not a dependency of this project.
-    """
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    if kernels == "transformer_engine":
+        try:
+            import transformer_engine  # noqa: F401
+        except ImportError:
+            from manifests.errors import ConfigError
 
-    return get_gpt_layer_local_spec(qk_layernorm=True, normalization="RMSNorm")
+            raise ConfigError("parallel.kernels=transformer_engine needs the transformer-engine package "
+                              "(GPU images ship it); use kernels: local otherwise") from None
+        return gpt_layer_specs.get_gpt_layer_with_transformer_engine_spec(qk_layernorm=True)
+    return gpt_layer_specs.get_gpt_layer_local_spec(qk_layernorm=True, normalization="RMSNorm")
 
 
 def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_init: bool | None = None):
@@ -52,7 +58,7 @@ def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_ini
         # fused kernels exist only on GPU; the unfused paths compute the same thing
         bias_activation_fusion=False,
         bias_dropout_fusion=False,
-        masked_softmax_fusion=torch.cuda.is_available(),
+        masked_softmax_fusion=False,
         persist_layer_norm=False,
         apply_rope_fusion=False,
         use_cpu_initialization=use_cpu_init,
@@ -60,7 +66,7 @@ def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_ini
 
 
 def build_model(shape: ModelShape, *, seq_length: int, rotary_base: int = 500_000, init_std: float = 0.02,
-                parallel_output: bool = True):
+                parallel_output: bool = True, kernels: str = "local"):
     """A GPTModel on the current device. forward(tokens [B,S], position_ids [B,S], None) gives logits
     [B,S,V/tp] (this rank's vocabulary shard; `parallel_output=False` gathers the full [B,S,V])."""
     from megatron.core.models.gpt import GPTModel
@@ -69,7 +75,7 @@ def build_model(shape: ModelShape, *, seq_length: int, rotary_base: int = 500_00
 
     model = GPTModel(
         config=transformer_config(shape, init_std=init_std),
-        transformer_layer_spec=afm_layer_spec(),
+        transformer_layer_spec=afm_layer_spec(kernels),
         vocab_size=shape.vocab_size,
         max_sequence_length=seq_length,
         share_embeddings_and_output_weights=True,

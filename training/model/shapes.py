@@ -56,10 +56,11 @@ SHAPES: dict[str, ModelShape] = {s.name: s for s in [
     # CPU shapes: a few seconds per hundred steps at sequence 64-256.
     ModelShape(name="tiny", hidden_size=64, num_layers=2, num_attention_heads=4, num_query_groups=2,
                head_dim=16, ffn_hidden_size=128, vocab_size=512),
-    ModelShape(name="tiny-teacher", hidden_size=64, num_layers=2, num_attention_heads=4, num_query_groups=2,
+    # the CPU mirror of the 6.4B -> on-device pair: same attention and width, FFN 512 -> 128
+    ModelShape(name="tiny-teacher", hidden_size=128, num_layers=3, num_attention_heads=8, num_query_groups=2,
                head_dim=16, ffn_hidden_size=512, vocab_size=512),
-    ModelShape(name="tiny-wide", hidden_size=128, num_layers=3, num_attention_heads=8, num_query_groups=2,
-               head_dim=16, ffn_hidden_size=512, vocab_size=512),
+    ModelShape(name="tiny-student", hidden_size=128, num_layers=3, num_attention_heads=8, num_query_groups=2,
+               head_dim=16, ffn_hidden_size=128, vocab_size=512),
 ]}
 
 
