@@ -8,6 +8,7 @@ the local executor on one of the outputs. Prints items/s per generator with the 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -19,14 +20,38 @@ REPO = Path(__file__).resolve().parents[1]
 C4_SAMPLE = REPO / "data" / "samples" / "c4" / "c4_demo.jsonl.gz"
 
 
-def _report(label: str, run, backend) -> dict:
+class Metered:
+    """Counts what a backend generated (completions, tokens) so throughput can be reported."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.model = inner, inner.name, inner.model
+        self.completions = self.tokens = 0
+
+    def generate(self, requests):
+        out = self.inner.generate(requests)
+        for r in out:
+            self.completions += len(r.completions)
+            self.tokens += sum(c.n_completion_tokens or 0 for c in r.completions)
+        return out
+
+    def take(self) -> tuple[int, int]:
+        counts = (self.completions, self.tokens)
+        self.completions = self.tokens = 0
+        return counts
+
+
+def _report(label: str, run, backend: Metered) -> dict:
     v = run.version
+    completions, tokens = backend.take()
     print(stats_table(run.stats))
-    print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows from {run.seeds_in} seeds in {run.seconds:.1f} s "
-          f"= {run.items_per_s:.2f} items/s  ({backend.name}/{backend.model})"
+    print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows from {run.seeds_in} seeds in {run.seconds:.1f} s: "
+          f"{run.seeds_in / run.seconds:.2f} seeds/s, {run.items_per_s:.2f} rows/s; LLM {completions} completions, "
+          f"{tokens / run.seconds:.1f} tok/s ({backend.name}/{backend.model})"
           + (f"\n   rejects {run.rejects.name}@{run.rejects.version_id[:12]}" if run.rejects else ""), flush=True)
     return {"generator": label, "dataset": f"{v.name}@{v.version_id[:12]}", "seeds": run.seeds_in,
-            "rows": v.manifest.rows, "seconds": round(run.seconds, 1), "items_per_s": round(run.items_per_s, 3),
+            "rows": v.manifest.rows, "seconds": round(run.seconds, 1),
+            "seeds_per_s": round(run.seeds_in / run.seconds, 3), "rows_per_s": round(run.items_per_s, 3),
+            "llm_completions": completions, "llm_tok_per_s": round(tokens / run.seconds, 1),
             "backend": f"{backend.name}/{backend.model}"}
 
 
@@ -44,48 +69,53 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
 
     data = shared_data()
     if backend is None:
-        # one thread: on a shared 2-core machine torch's default threads oversubscribe and crawl
-        backend = load_backend("cpu", batch_size=32, threads=1)
+        # one thread by default: on a shared 2-core machine torch's default threads oversubscribe and crawl
+        backend = load_backend("cpu", batch_size=32, threads=int(os.environ.get("CIDERMILL_DEMO_THREADS", "1")))
+    backend = Metered(backend)
     register_backend("demo", backend)
     spec = {"kind": "registered", "name": "demo"}
     extra = {"backend": backend.name, "model": backend.model}
     results = []
 
     print("\n--- math: GSM8K train seeds -> rephrase / reversion / evolution -> judges -> CoT answers", flush=True)
-    seeds = load_gsm8k(data / "benchmarks/gsm8k/train.jsonl", limit=4 if small else 64, shortest=True)
-    r = run_generator(root, "synth-math", seeds, math_stages(spec, n_samples=2, cot_max_tokens=96,
-                                                             gen_max_tokens=64, dedup_threshold=0.95), extra=extra)
+    seeds = load_gsm8k(data / "benchmarks/gsm8k/train.jsonl", limit=3 if small else 64, shortest=True)
+    r = run_generator(root, "synth-math", seeds, math_stages(spec, n_samples=2 if small else 8,
+                                                             cot_max_tokens=96 if small else 384,
+                                                             gen_max_tokens=64 if small else 256,
+                                                             dedup_threshold=0.95), extra=extra)
     results.append(_report("math", r, backend))
 
     print("\n--- tool use: glaive dialogues -> examples, bootstrap, parallel, distractors, validation", flush=True)
     dialogues = load_glaive(data / "function_calling/llamafactory_glaive/glaive_toolcall_en_demo.json",
                             limit=40 if small else 300)
     r = run_generator(root, "synth-tools", dialogues,
-                      tool_stages(spec, max_bootstrap=6 if small else 200, max_pairs=5 if small else 100,
+                      tool_stages(spec, max_bootstrap=4 if small else 200, max_pairs=5 if small else 100,
                                   max_tokens=80), extra=extra)
     results.append(_report("tools", r, backend))
     tools_version = r.version
 
     print("\n--- summaries: C4 text -> email/message/notification payloads -> teacher -> rules, "
           "entailment, injection", flush=True)
-    docs = load_c4_sample(C4_SAMPLE, limit=8 if small else 120)
-    r = run_generator(root, "synth-summaries", docs, summary_stages(spec, max_tokens=48), extra=extra)
+    docs = load_c4_sample(C4_SAMPLE, limit=6 if small else 120)
+    r = run_generator(root, "synth-summaries", docs, summary_stages(spec, max_tokens=48, max_sentences=4),
+                      extra=extra)
     results.append(_report("summaries", r, backend))
 
     print("\n--- long-context Q&A: C4 documents as gold + distractors up to 2k tokens", flush=True)
     pool = load_c4_sample(C4_SAMPLE)
     r = run_generator(root, "synth-longcontext", pool,
-                      [LongContextQA({"backend": spec, "target_tokens": 2048, "max_questions": 4 if small else 64,
+                      [LongContextQA({"backend": spec, "target_tokens": 2048, "max_questions": 3 if small else 64,
                                       "max_tokens": 32})], extra=extra)
     results.append(_report("longcontext", r, backend))
 
     print("\n--- SFT embedding dedup through the local executor on the tool-use version", flush=True)
     results.append(_sft_dedup(root, tools_version))
 
-    print("\nthroughput per generator (items = published rows):")
+    print("\nthroughput per generator (seeds/s = inputs processed, rows/s = rows published):")
     for row in results:
-        print(f"  {row['generator']:12s} {row['rows']:4d} rows  {row['seconds']:7.1f} s  "
-              f"{row['items_per_s']:7.3f} items/s  {row['backend']}")
+        print(f"  {row['generator']:12s} {row['seeds']:4d} seeds -> {row['rows']:4d} rows  {row['seconds']:7.1f} s  "
+              f"{row['seeds_per_s']:7.3f} seeds/s  {row['rows_per_s']:7.3f} rows/s  "
+              f"LLM {row.get('llm_tok_per_s', 0):6.1f} tok/s  {row['backend']}")
     return results
 
 
@@ -107,8 +137,8 @@ def _sft_dedup(root: str, version) -> dict:
     v = outcome.version
     print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows", flush=True)
     return {"generator": "sft_dedup", "dataset": f"{v.name}@{v.version_id[:12]}", "seeds": version.manifest.rows,
-            "rows": v.manifest.rows, "seconds": round(seconds, 1),
-            "items_per_s": round(version.manifest.rows / seconds, 3), "backend": "all-MiniLM-L6-v2 (no LLM)"}
+            "rows": v.manifest.rows, "seconds": round(seconds, 1), "seeds_per_s": round(version.manifest.rows / seconds, 3),
+            "rows_per_s": round(v.manifest.rows / seconds, 3), "backend": "all-MiniLM-L6-v2 (local executor)"}
 
 
 if __name__ == "__main__":

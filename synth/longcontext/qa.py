@@ -130,7 +130,7 @@ class LongContextQA(Generator):
             q = resp.text.strip().split("\n")[0].strip().strip('"')
             reason = "llm_error" if resp.error else check_question(q, answer)
             if reason:
-                dropped.append((i, reason))
+                dropped.append((i, reason, resp.text))
                 continue
             rng = random.Random(f"{c.seed}:{recs[i]['id']}:ctx")
             order = [j for j in range(len(docs)) if j != i and answer.lower() not in docs[j].lower()]

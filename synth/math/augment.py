@@ -23,7 +23,7 @@ from corpus.config import require
 from corpus.registry import register
 from synth.backends import SamplingParams
 from synth.sft.generator import Generator, schema_with_provenance
-from synth.sft.llm import generate, get_backend, rule_provenance
+from synth.sft.llm import get_backend, rule_provenance
 
 from .answers import numbers_in
 from .prompts import EVOLVE_BREADTH, EVOLVE_DEPTH, REPHRASE
@@ -48,11 +48,18 @@ def clean_generation(text: str) -> str:
     return text.strip()
 
 
+_LABEL_ECHO = re.compile(r"\b(?:rewritten|redacted|new|harder|original|revised)\s+(?:problem|version|question)\s*:", re.I)
+
+
 def check_rephrase(original: str, new: str) -> str | None:
     if not new:
         return "empty_generation"
     if new.strip() == original.strip():
         return "unchanged"
+    if _LABEL_ECHO.search(new):
+        return "label_echo"  # the model rambled on into another labelled section
+    if original.rstrip().endswith("?") and "?" not in new[-80:]:
+        return "no_question"
     if not 0.5 <= len(new) / max(len(original), 1) <= 2.0:
         return "length_ratio"
     missing = Counter(numbers_in(original)) - Counter(numbers_in(new))
@@ -64,6 +71,8 @@ def check_rephrase(original: str, new: str) -> str | None:
 def check_evolved(seed: str, new: str) -> str | None:
     if not new:
         return "empty_generation"
+    if _LABEL_ECHO.search(new):
+        return "label_echo"
     if "?" not in new[-80:]:
         return "no_question"
     if difflib.SequenceMatcher(None, seed, new).ratio() >= 0.9:
@@ -141,20 +150,22 @@ class MathAugment(Generator):
         llm_kinds = [(k, t) for k, t in (("rephrase", REPHRASE), ("evolve_depth", EVOLVE_DEPTH),
                                          ("evolve_breadth", EVOLVE_BREADTH)) if k in c.kinds]
         if llm_kinds:
-            backend = get_backend(c.backend)
+            # one backend call for every kind: same sampling, so the CPU backend batches them together
             params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed)
-            for kind, template in llm_kinds:
-                responses = generate(backend, template, [{"question": s["question"]} for s in seeds], params=params)
-                for i, (s, r) in enumerate(zip(seeds, responses)):
-                    if r.error:
-                        dropped.append((i, f"{kind}_llm_error"))
-                        continue
-                    q = clean_generation(r.text)
-                    reason = check_rephrase(s["question"], q) if kind == "rephrase" else check_evolved(s["question"], q)
-                    if reason:
-                        dropped.append((i, f"{kind}_{reason}"))
-                        continue
-                    rows.append({"id": _new_id(s["id"], kind, q), "source": s["source"], "question": q,
-                                 "answer": s["answer"] if kind == "rephrase" else None, "kind": kind,
-                                 "parent_id": s["id"], **r.provenance()})
+            requests = [(kind, i, template.request(params, question=s["question"]))
+                        for kind, template in llm_kinds for i, s in enumerate(seeds)]
+            responses = get_backend(c.backend).generate([req for _, _, req in requests])
+            for (kind, i, _), r in zip(requests, responses):
+                s = seeds[i]
+                if r.error:
+                    dropped.append((i, f"{kind}_llm_error"))
+                    continue
+                q = clean_generation(r.text)
+                reason = check_rephrase(s["question"], q) if kind == "rephrase" else check_evolved(s["question"], q)
+                if reason:
+                    dropped.append((i, f"{kind}_{reason}", r.text))
+                    continue
+                rows.append({"id": _new_id(s["id"], kind, q), "source": s["source"], "question": q,
+                             "answer": s["answer"] if kind == "rephrase" else None, "kind": kind,
+                             "parent_id": s["id"], **r.provenance()})
         return rows, dropped

@@ -86,13 +86,14 @@ class MathCotAnswers(Generator):
             if q["answer"] is not None:
                 target, checked, votes = q["answer"], "ground_truth", sum(answers_equal(f, q["answer"]) for f in finals)
                 if votes == 0:
-                    dropped.append((i, "no_answer_matches_ground_truth" if any(finals) else "no_final_answer"))
+                    dropped.append((i, "no_answer_matches_ground_truth" if any(finals) else "no_final_answer",
+                                    texts[0] if texts else None))
                     continue
             else:
                 target, votes = majority(finals, min_votes=c.min_votes)
                 checked = "majority_vote"
                 if target is None:
-                    dropped.append((i, "no_majority" if any(finals) else "no_final_answer"))
+                    dropped.append((i, "no_majority" if any(finals) else "no_final_answer", texts[0] if texts else None))
                     continue
             kept = 0
             for j, (t, f) in enumerate(zip(texts, finals)):

@@ -17,9 +17,9 @@ from .teacher import TeacherSummaries
 
 
 def summary_stages(backend: dict, *, max_tokens: int = 80, injection_fraction: float = 0.5, seed: int = 0,
-                   max_words: int = 60) -> list[Stage]:
+                   max_words: int = 60, max_sentences: int = 6) -> list[Stage]:
     return [
-        Payloads({"seed": seed}),
+        Payloads({"seed": seed, "max_sentences": max_sentences}),
         TeacherSummaries({"backend": backend, "max_tokens": max_tokens, "seed": seed}),
         SummaryRules({"max_words": max_words}),
         InjectedCopies({"fraction": injection_fraction, "seed": seed}),

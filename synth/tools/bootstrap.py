@@ -85,7 +85,7 @@ class BootstrapExamples(Generator):
                 continue
             got, reason = check_bootstrap(resp.text, tool, q)
             if reason:
-                dropped.append((i, f"bootstrap_{reason}"))
+                dropped.append((i, f"bootstrap_{reason}", resp.text))
                 continue
             out.append(make_row(source=rows[i]["source"], tools=[tool],
                                 messages=[{"role": "user", "content": got["request"]}], calls=[got["call"]],
