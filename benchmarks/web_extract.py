@@ -7,6 +7,8 @@ HTML responses of the bundled/shared WARCs. Main-text F1 is in `cidermill eval d
 
 from __future__ import annotations
 
+import argparse
+
 import logging
 
 from web_common import html_pages, measure, report
@@ -28,9 +30,12 @@ def peer(pages):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=2, help="fresh runs per side; the fastest counts")
+    args = parser.parse_args()
     pages = html_pages()
-    o = measure(ours, pages, warmup=(pages[:3],))
-    p = measure(peer, pages, warmup=(pages[:3],))
+    o = measure(ours, pages, warmup=(pages[:3],), repeats=args.repeats)
+    p = measure(peer, pages, warmup=(pages[:3],), repeats=args.repeats)
     report("HTML -> main text", "docs", len(pages), o, p, "ours: web_extract_v1 (hybrid)", "trafilatura.extract defaults")
     print(f"  characters extracted: ours {o[2]:,}, trafilatura {p[2]:,}")
 

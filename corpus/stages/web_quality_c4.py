@@ -69,7 +69,8 @@ class C4Quality(Mapper):
         for line in text.splitlines():
             line = line.strip()
             words = line.split()
-            if cfg.max_word_length != -1 and any(len(w) > cfg.max_word_length for w in words):
+            if (cfg.max_word_length != -1 and len(line) > cfg.max_word_length
+                    and any(len(w) > cfg.max_word_length for w in words)):
                 continue
             if cfg.remove_citations:
                 line = _CITATION.sub("", line)
