@@ -75,7 +75,7 @@ def band_keys(sig: np.ndarray, band: int, rows: int) -> np.ndarray:
     """A 64-bit key per document for band `band` (columns band*rows .. +rows): equal keys = equal
     bands, up to 64-bit collisions."""
     cols = sig[:, band * rows:(band + 1) * rows].astype(np.uint64)
-    key = np.full(len(sig), np.uint64(band + 1) * np.uint64(0x9E3779B97F4A7C15), np.uint64)
+    key = np.full(len(sig), ((band + 1) * 0x9E3779B97F4A7C15) % 2**64, np.uint64)
     with np.errstate(over="ignore"):
         for j in range(rows):
             key = mix64(key ^ cols[:, j])

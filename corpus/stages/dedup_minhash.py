@@ -40,7 +40,7 @@ class MinHashDedupConfig:
     rows: int = 7  # num_perm = bands * rows; candidate threshold ~ (1/bands)**(1/rows) = 0.67
     min_similarity: float | None = 0.7  # verify bucket pairs on the full signature; null = trust LSH
     seed: int = 1
-    batch_rows: int = 4096  # rows hashed at a time while building (bounds memory)
+    batch_rows: int = 1024  # rows hashed at a time while building (bounds memory: ~50 MB per 1k long pages)
 
     def __post_init__(self):
         require(self.ngram >= 1, f"ngram must be >= 1; got {self.ngram}")
