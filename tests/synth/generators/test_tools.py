@@ -130,3 +130,21 @@ def test_distractors_are_similar_tools(shared_data):
     # similar tools, not random ones: the distractors of a tip calculator are calculators too
     assert sum(n.startswith("calculate_") for n in names) >= 3
     assert ToolCallValidate({})(out).stats.dropped == {}
+
+
+def test_generator_stages_run_under_the_local_executor(shared_data, tmp_path):
+    """Generators are stages: the same rows come out of the process-pool executor as in process."""
+    from corpus.executors import run_pipeline
+    from corpus.pipeline import load_pipeline
+    from manifests.catalog import Catalog
+
+    table = load_glaive(shared_data / "function_calling/llamafactory_glaive/glaive_toolcall_en_demo.json", limit=80)
+    Catalog(str(tmp_path)).write_table("glaive-seeds", table)
+    stages = [{"tool_examples_v1": {}}, {"tool_parallel_v1": {"max_pairs": 3}}, {"tool_call_validate_v1": {}}]
+    out = run_pipeline(load_pipeline({"name": "tools-sft", "input": {"format": "parquet", "version": "glaive-seeds"},
+                                      "output": {"root": str(tmp_path)},
+                                      "executor": {"kind": "local", "workers": 1}, "stages": stages}), progress=False)
+    expected = ParallelCalls({"max_pairs": 3})(ToolExamples({})(table).table).table
+    assert sorted(out.version.read().column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+    assert out.rejects is not None and set(out.rejects.read().column("drop_reason").to_pylist()) <= {
+        "no_example", "seed_wrong_type"}
