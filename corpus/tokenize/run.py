@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from manifests import Catalog, DatasetVersion, Manifest, ShardInfo, StageStats, version_id_of
 from manifests.errors import ConfigError, FatalError, ShardError
 from manifests.manifest import PipelineInfo, config_hash
+from manifests.shards import DEFAULT_ROW_GROUP_ROWS
 
 from ..tokenizer.artifact import tokenizer_identity
 from ..tokenizer.base import Tokenizer
@@ -46,7 +47,7 @@ STAGE_NAME = "tokenize_v1"
 class TokenizeConfig:
     text_field: str = "text"
     workers: int = 0  # 0: one per core
-    rows_per_task: int = 0  # 0: about 1/16 of the version, between 256 and 65,536 rows
+    rows_per_task: int = 0  # 0: two tasks per worker, 256 to 65,536 rows, whole row groups when large
     batch_rows: int = 1024  # documents encoded at a time (bounds memory)
 
     def __post_init__(self):
@@ -77,9 +78,15 @@ def find_tokenized(catalog: Catalog, source: DatasetVersion, tokenizer: Tokenize
     return None
 
 
+def auto_rows_per_task(total_rows: int, workers: int) -> int:
+    """Two tasks per worker (balance without many re-reads: a task inside a row group decodes the
+    group up to its rows), 256 to 65,536 rows, whole 4096-row groups once that large."""
+    rows = min(65536, max(256, math.ceil(total_rows / (2 * max(1, workers)))))
+    return rows if rows < DEFAULT_ROW_GROUP_ROWS else math.ceil(rows / DEFAULT_ROW_GROUP_ROWS) * DEFAULT_ROW_GROUP_ROWS
+
+
 def plan_tasks(source: DatasetVersion, config: TokenizeConfig, workdir, dtype: str) -> list[TokenizeTask]:
-    total = source.manifest.rows
-    per_task = config.rows_per_task or min(65536, max(256, math.ceil(total / 16)))
+    per_task = config.rows_per_task or auto_rows_per_task(source.manifest.rows, config.workers or os.cpu_count() or 1)
     tasks = []
     for shard_info, loc in zip(source.manifest.shards, source.shard_locations()):
         with loc.fs.open_input_file(loc.path) as f:
@@ -101,10 +108,19 @@ def _pool_context():
     return mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
 
 
-def _task_in_worker(task: TokenizeTask, tokenizer: Tokenizer) -> TaskOutcome | tuple[str, str]:
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    # Once per worker process (inherited without pickling under fork), not once per task.
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = tokenizer
+
+
+def _task_in_worker(task: TokenizeTask) -> TaskOutcome | tuple[str, str]:
     # ShardError does not survive pickling (its __init__ takes two arguments); send its parts back.
     try:
-        return run_tokenize_task(task, tokenizer)
+        return run_tokenize_task(task, _WORKER_TOKENIZER)
     except ShardError as exc:
         return (exc.path, exc.reason)
 
@@ -112,8 +128,9 @@ def _task_in_worker(task: TokenizeTask, tokenizer: Tokenizer) -> TaskOutcome | t
 def _run_tasks(tasks: list[TokenizeTask], tokenizer: Tokenizer, workers: int) -> list[TaskOutcome]:
     if workers <= 1 or len(tasks) <= 1:
         return [run_tokenize_task(t, tokenizer) for t in tasks]
-    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=_pool_context()) as pool:
-        futures = [pool.submit(_task_in_worker, t, tokenizer) for t in tasks]
+    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=_pool_context(), initializer=_init_worker,
+                             initargs=(tokenizer,)) as pool:
+        futures = [pool.submit(_task_in_worker, t) for t in tasks]
         outcomes = [f.result() for f in futures]
     for o in outcomes:
         if isinstance(o, tuple):
@@ -142,12 +159,14 @@ def tokenize_version(catalog: Catalog, source: DatasetVersion | str, tokenizer: 
     dtype = token_dtype(tokenizer.vocab_size)  # imports megatron-core (seconds), kept out of the timing
     start = time.perf_counter()
     name = tokenized_name(source, tokenizer)
+    workers = config.workers or os.cpu_count() or 1
+    # The resolved task size is part of the run key: a resumed run must cut the same tasks.
+    config = replace(config, rows_per_task=config.rows_per_task or auto_rows_per_task(source.manifest.rows, workers))
     settings = {"text_field": field, "rows_per_task": config.rows_per_task, "dtype": dtype, "eod_id": tokenizer.eod_id}
     run_key = config_hash({"source": source.version_id, "tokenizer": tokenizer.model_sha256, **settings})
     workdir = catalog.staging_dir(name, run_key)
     workdir.mkdir()
     tasks = plan_tasks(source, config, workdir, dtype)
-    workers = config.workers or os.cpu_count() or 1
     try:
         outcomes = _run_tasks(tasks, tokenizer, workers)
     except ShardError:
