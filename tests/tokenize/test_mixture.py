@@ -125,4 +125,5 @@ def test_example_mixture_files_validate():
     assert [specs[k].seq_length for k in ("core", "continued", "context-lengthening")] == [4096, 8192, 32768]
     core, cont = ({c.name: c.weight for c in specs[k].components} for k in ("core", "continued"))
     assert cont["math"] > core["math"] and cont["code"] > core["code"] and cont["web"] < core["web"]
+    assert "licensed" in cont and "licensed" not in core
     assert "long-context" in {c.name for c in specs["context-lengthening"].components}
