@@ -15,6 +15,8 @@ def add_subcommand(csub: argparse._SubParsersAction) -> None:
     p.add_argument("--root", default="data/root", help="data root (catalog)")
     p.add_argument("--field", default="text", help="text column of the positive version")
     p.add_argument("--negative-field", help="column of the negative version (default: --field)")
+    p.add_argument("--exclude", help="catalog ref whose document ids are left out of training "
+                   "(score a version with a model that never saw its pages)")
     p.add_argument("--max-docs", type=int, help="at most this many documents per side")
     p.add_argument("--bits", type=int, default=18, help="log2 of the number of hashed n-gram buckets")
     p.add_argument("--max-n", type=int, default=2, help="word n-grams 1..max_n")
@@ -31,7 +33,7 @@ def cmd_train_classifier(args) -> int:
     params = TrainParams(bits=args.bits, max_n=args.max_n, l2=args.l2)
     model = train_classifier(Catalog(args.root), positive=args.positive, negative=args.negative, out=args.out,
                              field=args.field, negative_field=args.negative_field, params=params,
-                             max_docs=args.max_docs)
+                             max_docs=args.max_docs, exclude=args.exclude)
     m = model.manifest
     print(json.dumps({k: m[k] for k in ("name", "version_id", "metrics", "training_data")}, indent=1))
     print(f"saved {m['path']}")

@@ -3,7 +3,8 @@
 
 Positives: `c4-clean` (300 real C4 documents, normalised). Negatives: the raw text of the bundled
 Common Crawl / wget pages in `cc-html` (HTML -> every visible string, boilerplate kept, 300-word
-chunks). The scored version `web-scored` keeps rows with P(clean) >= 0.5.
+chunks), minus the pages that survived into `web` (so the model never trained on what it scores:
+the negatives are the pages the heuristics rejected). `web-scored` keeps rows with P(clean) >= 0.5.
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ def run(root: str) -> None:
     except ManifestError as exc:
         print(f"skipped: {exc}")
         return
-    model = train_classifier(catalog, positive="c4-clean", negative="cc-html", negative_field="content",
-                             out="quality")
-    m = model.manifest
-    print(f"classifier quality@{m['version_id'][:12]}: {json.dumps(m['metrics'])}")
     try:
         catalog.resolve("web")
     except ManifestError:
         print("no `web` version to score (configs/demo/40-web-dedup.yaml did not run)")
         return
+    # the pages kept in `web` are left out of the negatives: the model never saw what it scores
+    model = train_classifier(catalog, positive="c4-clean", negative="cc-html", negative_field="content",
+                             out="quality", exclude="web")
+    m = model.manifest
+    print(f"classifier quality@{m['version_id'][:12]}: {json.dumps(m['metrics'])}")
     pipeline = load_pipeline({
         "name": "web-scored", "input": {"format": "parquet", "version": "web"},
         "output": {"root": root, "shard_target_bytes": "64MiB"},

@@ -24,12 +24,15 @@ from .raw_text import chunk_words, html_to_raw_text
 log = logging.getLogger("cidermill.classify")
 
 
-def _texts(catalog: Catalog, ref: str, field: str, max_docs: int | None) -> tuple[pa.Table, dict]:
+def _texts(catalog: Catalog, ref: str, field: str, max_docs: int | None,
+           exclude_ids: pa.Array | None = None) -> tuple[pa.Table, dict]:
     version = catalog.resolve(ref)
     if field not in version.schema.names:
         raise ConfigError(f"{version.name}@{version.version_id[:12]} has no column {field!r}; "
                           f"its columns: {version.schema.names} (choose one with --field)")
     table = version.read(columns=["id", field])
+    if exclude_ids is not None:  # documents of the version to be scored never train the model
+        table = table.filter(pa.compute.invert(pa.compute.is_in(table.column("id"), value_set=exclude_ids)))
     if pa.types.is_binary(table.schema.field(field).type):  # HTML payloads: raw page text, chunked
         raw = html_to_raw_text(table.column(field)).to_pylist()
         ids, texts = chunk_words(table.column("id").to_pylist(), raw, chunk_words=300, min_words=50)
@@ -47,9 +50,12 @@ def holdout_mask(ids: pa.ChunkedArray | pa.Array, fraction: float, seed: int) ->
 
 def train_classifier(catalog: Catalog, *, positive: str, negative: str, out: str, field: str = "text",
                      negative_field: str | None = None, params: TrainParams = TrainParams(),
-                     max_docs: int | None = None) -> QualityModel:
-    pos, pos_info = _texts(catalog, positive, field, max_docs)
-    neg, neg_info = _texts(catalog, negative, negative_field or field, max_docs)
+                     max_docs: int | None = None, exclude: str | None = None) -> QualityModel:
+    exclude_ids = None
+    if exclude:
+        exclude_ids = catalog.resolve(exclude).read(columns=["id"]).column("id").combine_chunks()
+    pos, pos_info = _texts(catalog, positive, field, max_docs, exclude_ids)
+    neg, neg_info = _texts(catalog, negative, negative_field or field, max_docs, exclude_ids)
     neg = neg.rename_columns(["id", field])
     if pos.num_rows < 5 or neg.num_rows < 5:
         raise ConfigError(f"need at least 5 documents on each side; got {pos.num_rows} positive "
@@ -57,7 +63,9 @@ def train_classifier(catalog: Catalog, *, positive: str, negative: str, out: str
     texts = pa.concat_arrays([pos.column(field).combine_chunks(), neg.column(field).combine_chunks()])
     ids = pa.concat_arrays([pos.column("id").combine_chunks(), neg.column("id").combine_chunks()])
     labels = np.r_[np.ones(pos.num_rows), np.zeros(neg.num_rows)].astype(np.int8)
-    held = holdout_mask(ids, params.holdout_fraction, params.seed)
+    # hold out whole pages: chunks of one page (`id#cN`) stay on one side of the split
+    page_ids = pa.compute.replace_substring_regex(ids, r"#c\d+$", "")
+    held = holdout_mask(page_ids, params.holdout_fraction, params.seed)
     fit = ~held
     weights, bias = train(texts.filter(pa.array(fit)), labels[fit], params)
     model = QualityModel(weights, bias, params)
@@ -70,7 +78,7 @@ def train_classifier(catalog: Catalog, *, positive: str, negative: str, out: str
                    "heldout_positive_recall": float(pred[y == 1].mean()) if (y == 1).any() else None,
                    "heldout_negative_recall": float((~pred[y == 0]).mean()) if (y == 0).any() else None}
     model.manifest = {"name": out, "created_at": utc_now(), "training_data": {"positive": pos_info,
-                      "negative": neg_info, "field": field, "negative_field": negative_field or field, "train_rows": int(fit.sum())}, "metrics": metrics}
+                      "negative": neg_info, "excluded_version": exclude, "field": field, "negative_field": negative_field or field, "train_rows": int(fit.sum())}, "metrics": metrics}
     path = model.save(Path(catalog.root.path) / "models" / out)
     log.info("classifier %s saved at %s", out, path)
     model.manifest["path"] = path
