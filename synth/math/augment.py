@@ -99,7 +99,7 @@ def reverse_question(question: str, answer: str) -> tuple[str, str] | None:
     if not candidates or not answer:
         return None
     hidden = max(candidates, key=lambda n: (len(n), n))  # prefer a distinctive quantity
-    pattern = re.compile(r"(?<![\w.])" + re.escape(hidden).replace(r"\.", r"\.") + r"(?![\w]|\.\d)")
+    pattern = re.compile(r"(?<![\w.])" + re.escape(hidden) + r"(?![\w]|\.\d)")
     with_commas = re.compile(r"(?<![\w.])" + re.escape(f"{int(hidden):,}") + r"(?![\w]|\.\d)") if hidden.isdigit() else None
     body, n_sub = pattern.subn("x", question, count=1)
     if n_sub == 0 and with_commas is not None:

@@ -21,7 +21,6 @@ from corpus.config import require
 from corpus.registry import register
 from corpus.stage import Filter
 from synth.sft.generator import Generator
-from synth.sft.llm import rule_provenance
 
 from .teacher import SUMMARY_SCHEMA, prompt_text
 

@@ -97,7 +97,7 @@ class ToolExamples(Generator):
         for i, rec in enumerate(table.select(["source", "tools", "conversations"]).to_pylist()):
             try:
                 got, reasons = examples_from_dialogue(rec["source"], rec["tools"], rec["conversations"])
-            except RecordError as exc:
+            except RecordError:
                 dropped.append((i, "bad_dialogue"))
                 continue
             rows += got
