@@ -44,3 +44,14 @@ class DropIds(Filter):
             return pa.nulls(table.num_rows, pa.string())
         hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.path))
         return pc.if_else(hit, pa.scalar(self.reason), pa.scalar(None, pa.string()))
+
+
+def check_columns(path: str, columns: list[str], stage: str) -> None:
+    """A clear error naming the shard, the stage and the fix when a column is missing."""
+    from manifests.errors import ConfigError
+
+    names = pq.read_schema(path).names
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise ConfigError(f"{stage}: shard {path} has no column {missing[0]!r}; its columns are {names} "
+                          f"(set `field:` in the stage's options)")

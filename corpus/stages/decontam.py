@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from ..config import require
 from ..decontam.benchmarks import READERS, benchmarks_dir, load_items
 from ..decontam.index import NgramIndex
+from ..dedup.drops import check_columns
 from ..dedup.ngrams import tokenize
 from ..registry import register
 from ..stage import Filter, GlobalStage, Stage, StageResult, TaskMap, drop_by_reason, with_columns
@@ -75,6 +76,7 @@ def build_index(cfg: DecontamConfig) -> NgramIndex:
 def collisions_shard(item: tuple[int, str], *, cfg: DecontamConfig, index_path: str, outdir: str):
     """Spill (row, n-gram key) collisions of one shard; return (keys, document counts)."""
     i, path = item
+    check_columns(path, ["id", cfg.field], "decontaminate_v1")
     index = load_index(index_path)
     rows, keys = [], []
     offset = 0

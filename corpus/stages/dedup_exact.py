@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..config import require
-from ..dedup.drops import DropIds, write_drop_ids
+from ..dedup.drops import DropIds, check_columns, write_drop_ids
 from ..dedup.exact import first_occurrence_drops, hash_keys, ids_at
 from ..registry import register
 from ..stage import GlobalStage, Stage, TaskMap
@@ -43,6 +43,7 @@ def normalised(values: pa.ChunkedArray, cfg: ExactDedupConfig) -> pa.ChunkedArra
 
 
 def _hash_shard(path: str, cfg: ExactDedupConfig):
+    check_columns(path, ["id", cfg.field], "exact_dedup_v1")
     table = pq.read_table(path, columns=["id", cfg.field])
     hashes, valid = hash_keys(normalised(table.column(cfg.field), cfg))
     return hashes, valid, table.column("id")

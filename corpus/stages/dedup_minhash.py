@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import require
-from ..dedup.drops import DropIds, write_drop_ids
+from ..dedup.drops import DropIds, check_columns, write_drop_ids
 from ..dedup.lsh import SignatureStore, near_duplicate_drops
 from ..dedup.minhash import MinHasher, MinHashParams
 from ..registry import register
@@ -58,6 +58,7 @@ class MinHashDedupConfig:
 def signature_shard(item: tuple[int, str], *, cfg: MinHashDedupConfig, outdir: str) -> tuple[str, str]:
     """Signatures of one shard, written next to a `has shingles` mask; returns the two paths."""
     index, path = item
+    check_columns(path, ["id", cfg.field], "minhash_dedup_v1")
     hasher = MinHasher(cfg.params)
     pf = pq.ParquetFile(path)
     n = pf.metadata.num_rows

@@ -14,7 +14,7 @@ from functools import partial
 import pyarrow.parquet as pq
 
 from ..config import require
-from ..dedup.drops import DropIds, write_drop_ids
+from ..dedup.drops import DropIds, check_columns, write_drop_ids
 from ..dedup.exact import first_occurrence_drops, hash_keys, ids_at
 from ..dedup.urls import normalise_urls
 from ..registry import register
@@ -30,12 +30,7 @@ class UrlDedupConfig:
 
 
 def _hash_shard(path: str, cfg: UrlDedupConfig):
-    schema = pq.read_schema(path)
-    if cfg.field not in schema.names:
-        from manifests.errors import ConfigError
-
-        raise ConfigError(f"url_dedup_v1: shard {path} has no column {cfg.field!r}; "
-                          f"set `field:` to one of {schema.names}")
+    check_columns(path, ["id", cfg.field], "url_dedup_v1")
     table = pq.read_table(path, columns=["id", cfg.field])
     hashes, valid = hash_keys(normalise_urls(table.column(cfg.field)))
     return hashes, valid, table.column("id")

@@ -50,3 +50,15 @@ def test_exact_dedup_ignores_case_and_whitespace(tmp_path):
     ])
     kept, _ = _run(stage_class("exact_dedup_v1")({}), paths, tmp_path)
     assert kept == [["a", "b"], ["d", "e"]]
+
+
+def test_a_missing_column_names_the_shard_and_the_fix(tmp_path):
+    import pytest
+
+    from manifests.errors import ConfigError
+
+    paths = _shards(tmp_path, [[{"id": "a", "text": "x"}]])
+    for name in ("url_dedup_v1", "minhash_dedup_v1", "exact_dedup_v1"):
+        stage = stage_class(name)({"field": "body"})
+        with pytest.raises(ConfigError, match=r"s0.parquet has no column 'body'.*set `field:`"):
+            stage.build(paths, workdir=str(tmp_path / name), tasks=LocalTaskMap(1))
