@@ -35,8 +35,8 @@ def run(root: str) -> None:
         topics = topics_table()
         seeds = topics.filter(pc.is_in(topics["entry_point"], value_set=pa.array(DEMO_TOPICS)))
         backend = {"kind": "cpu", "batch_size": 16, "cache_path": default_cache_path(root)}
-        stages = coding_stages(backend, questions_per_topic=1, n_tests=4, min_tests=2, n_solutions=3,
-                               min_pass_rate=0.5, max_tokens=128, seed=0, workers=2)
+        stages = coding_stages(backend, questions_per_topic=1, n_tests=5, min_tests=2, n_solutions=3,
+                               min_pass_rate=0.5, max_tokens=128, seed=0, workers=2, test_samples=2)
         run_ = run_stages(seeds, stages)
         kept, rejects, summary = write_run(Catalog(root), run_, stages=stages)
         print(json.dumps(summary, indent=2))

@@ -24,14 +24,14 @@ from .triplets import CodingTriplets
 
 def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int = 5, min_tests: int = 2,
                   n_solutions: int = 4, min_pass_rate: float = 1.0, max_tokens: int = 200, seed: int = 0,
-                  workers: int = 2) -> list[Stage]:
+                  workers: int = 2, test_samples: int = 1) -> list[Stage]:
     return [
         CodingQuestions({"backend": backend, "questions_per_topic": questions_per_topic,
                          "max_tokens": min(max_tokens, 160), "seed": seed}),
         CodingQuestionDedup({}),
         CodingDecontam({}),
         CodingTriplets({"backend": backend, "n_tests": n_tests, "min_tests": min_tests, "n_solutions": n_solutions,
-                        "min_pass_rate": min_pass_rate, "tests_max_tokens": max_tokens,
+                        "min_pass_rate": min_pass_rate, "tests_max_tokens": max_tokens, "test_samples": test_samples,
                         "solution_max_tokens": max_tokens, "seed": seed, "workers": workers}),
     ]
 

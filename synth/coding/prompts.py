@@ -7,6 +7,7 @@ Parsers return (value, None) or (None, reason); the reason becomes the row's dro
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 from synth.sft.template import PromptTemplate
@@ -80,11 +81,29 @@ def parse_solution(text: str, *, entry_point: str) -> tuple[str | None, str | No
     return code, None
 
 
+_BUILTINS = set(dir(builtins))
+
+
+def _self_contained(test: ast.expr, entry_point: str) -> bool:
+    """Only the entry point and builtins are named (`f(x) == y` with a free `x` raises NameError),
+    and the expected side does not call the entry point (`f(1) == f(1)` checks nothing)."""
+    names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+    if not names <= _BUILTINS | {entry_point}:
+        return False
+    if isinstance(test, ast.Compare):
+        for side in test.comparators:
+            if any(isinstance(n, ast.Name) and n.id == entry_point for n in ast.walk(side)):
+                return False
+    return True
+
+
 def parse_tests(text: str, *, entry_point: str, max_tests: int) -> tuple[list[str], str | None]:
-    """Single-line assert statements that call the entry point and parse. Duplicates are removed,
+    """Single-line, self-contained assert statements that call the entry point. Duplicates are removed,
     and so are contradictions: asserts of `call == value` for one call with different values
     (a small model often writes both `f(x) == True` and `f(x) == False`); none of them is kept."""
-    body = extract_code(text) or text
+    # Every line of the reply counts (models put asserts in a second code block, after the function,
+    # or inside a function body); what makes an assert usable is that it is self-contained.
+    body = text
     found: list[tuple[str, str | None]] = []          # (assert line, the call it checks for equality)
     expected: dict[str, set[str]] = {}
     for line in body.splitlines():
@@ -94,6 +113,8 @@ def parse_tests(text: str, *, entry_point: str, max_tests: int) -> tuple[list[st
         try:
             test = ast.parse(line).body[0].test
         except SyntaxError:
+            continue
+        if not _self_contained(test, entry_point):
             continue
         call = None
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):

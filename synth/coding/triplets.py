@@ -1,6 +1,7 @@
 """coding_triplets_v1: questions -> (question, tests, solution) triplets validated by execution.
 
-Per question: one set of unit tests and `n_solutions` candidate solutions are generated; every
+Per question: unit tests (the asserts of `test_samples` replies, merged; contradictory ones dropped)
+and `n_solutions` candidate solutions are generated; every
 candidate runs against every test in the sandbox (one sandbox run per candidate, a verdict per
 test); the candidate with the most passes is kept; the row survives when it has at least
 `min_tests` tests and its best candidate passes at least `min_pass_rate` of them. Dropped rows say
@@ -39,6 +40,7 @@ NEW_COLUMNS = pa.schema([
 class TripletsConfig:
     backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     n_tests: int = 5                 # asked for; the parsed count may be lower
+    test_samples: int = 1            # test replies sampled per question; their asserts are merged
     min_tests: int = 2
     n_solutions: int = 4             # candidates per question
     min_pass_rate: float = 1.0       # the best candidate must pass this share of the tests
@@ -57,6 +59,7 @@ class TripletsConfig:
         require(self.n_tests >= 1, f"n_tests must be >= 1; got {self.n_tests}")
         require(1 <= self.min_tests <= self.n_tests, f"need 1 <= min_tests <= n_tests; got {self.min_tests}")
         require(self.n_solutions >= 1, f"n_solutions must be >= 1; got {self.n_solutions}")
+        require(self.test_samples >= 1, f"test_samples must be >= 1; got {self.test_samples}")
         require(0 <= self.min_pass_rate <= 1, f"min_pass_rate must be in [0, 1]; got {self.min_pass_rate}")
         require(self.workers >= 1, f"workers must be >= 1; got {self.workers}")
 
@@ -84,7 +87,8 @@ class CodingTriplets(Mapper):
         c = self.config
         rows = table.select(["question", "signature", "entry_point"]).to_pylist()
         backend = get_backend(c.backend)
-        tp = SamplingParams(max_tokens=c.tests_max_tokens, temperature=c.tests_temperature, seed=c.seed)
+        tp = SamplingParams(max_tokens=c.tests_max_tokens, temperature=c.tests_temperature, seed=c.seed,
+                            n=c.test_samples)
         sp = SamplingParams(max_tokens=c.solution_max_tokens, temperature=c.solution_temperature, seed=c.seed,
                             n=c.n_solutions)
         requests = ([TESTS.request(tp, n_tests=c.n_tests, **r) for r in rows]
@@ -96,7 +100,8 @@ class CodingTriplets(Mapper):
         tests_of, sols_of, reasons = [], [], []
         for r, tr, sr in zip(rows, test_resp, sol_resp):
             tests, why = ([], "llm_error") if tr.error or sr.error else \
-                parse_tests(tr.text, entry_point=r["entry_point"], max_tests=c.n_tests)
+                parse_tests("\n".join(comp.text for comp in tr.completions), entry_point=r["entry_point"],
+                            max_tests=c.n_tests)
             sols = [parse_solution(comp.text, entry_point=r["entry_point"])[0] for comp in sr.completions]
             if why is None and len(tests) < c.min_tests:
                 why = "too_few_tests"

@@ -43,7 +43,13 @@ def test_tests_keep_valid_asserts_and_drop_contradictions():
              "assert is_palindrome('x')\n"
              "assert is_palindrome('aba') == True\n"        # duplicate
              "assert other('x') == 1\n"                     # does not call the entry point
-             "assert is_palindrome('abc' == False\n")       # does not parse
+             "assert is_palindrome('abc' == False\n"       # does not parse
+             "```\nMore tests:\n```python\n"
+             "def helper(s):\n    assert is_palindrome(s) == True\n"   # free name `s`: NameError
+             "    assert is_palindrome('abba') == True\n"   # indented but self-contained: kept
+             "assert is_palindrome('ab') == is_palindrome('ab')\n"    # checks nothing
+             "assert is_palindrome('') == True\n```")      # a second code block counts too
     tests, why = parse_tests(reply, entry_point="is_palindrome", max_tests=5)
-    assert why is None and tests == ["assert is_palindrome('aba') == True", "assert is_palindrome('x')"]
+    assert why is None and tests == ["assert is_palindrome('aba') == True", "assert is_palindrome('x')",
+                                     "assert is_palindrome('abba') == True", "assert is_palindrome('') == True"]
     assert parse_tests("no code here", entry_point="f", max_tests=3) == ([], "no_valid_tests")
