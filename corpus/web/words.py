@@ -14,6 +14,7 @@ share the work. tests/corpus/web/test_quality_vs_datatrove.py checks the equalit
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import accumulate
 from typing import Iterable
 
 _NLP = None
@@ -48,31 +49,63 @@ _CLOSERS = frozenset(",;:!?)")
 _OPENERS = frozenset("(\"“‘'[")
 
 
+def _shortcut(chunk: str, special: frozenset[str]) -> tuple[str, ...] | None:
+    """Words of the commonest new chunks without spaCy, where its affix rules are simple: a plain
+    word or number is one token; a plain word with one trailing , ; : ! ? ) (or a full stop after a
+    lower-case letter), or one leading ( " “ ‘ ' [, splits off that character. Special cases
+    ("cannot", "gonna", ...) and everything else (None) go to spaCy itself. Checked against spaCy
+    on every chunk of real pages (tests/corpus/web/test_quality_vs_datatrove.py)."""
+    if chunk in special:
+        return None
+    if chunk.isalpha() or (chunk.isdigit() and chunk.isascii()):
+        return (chunk,)
+    if len(chunk) > 1 and chunk[-1] in _CLOSERS and chunk[:-1].isalpha() and chunk[:-1] not in special:
+        return (chunk[:-1], chunk[-1])
+    if len(chunk) > 2 and chunk[-1] == "." and chunk[-2].islower() and chunk[:-1].isalpha() and chunk[:-1] not in special:
+        return (chunk[:-1], ".")
+    if len(chunk) > 2 and chunk[0] in _OPENERS and chunk[1:].isalpha() and chunk[1:] not in special:
+        return (chunk[0], chunk[1:])
+    return None
+
+
+def learn_chunks(chunks: Iterable[str]) -> None:
+    """Tokenize every chunk not seen yet. The ones without a shortcut go to spaCy together, joined
+    by single spaces into one text (spaCy splits at those spaces and nowhere across them, which is
+    how datatrove sees them too), and the tokens are mapped back to their chunks by offset: one
+    spaCy call per batch instead of one per chunk."""
+    if len(_CHUNKS) >= _MAX_CHUNKS:
+        _CHUNKS.clear()
+    special = _special_cases()
+    hard = []
+    for chunk in set(chunks).difference(_CHUNKS):
+        words = _shortcut(chunk, special)
+        if words is None:
+            hard.append(chunk)
+        else:
+            _CHUNKS[chunk] = words
+    for i in range(0, len(hard), 20_000):
+        part = hard[i:i + 20_000]
+        text = " ".join(part)
+        pipeline = nlp()
+        pipeline.max_length = max(pipeline.max_length, len(text) + 10)
+        per_chunk: list[list[str]] = [[] for _ in part]
+        starts = list(accumulate((len(c) + 1 for c in part[:-1]), initial=0))
+        k = 0
+        for token in pipeline.tokenizer(text):
+            while k + 1 < len(starts) and token.idx >= starts[k + 1]:
+                k += 1
+            word = token.text.strip()
+            if word:
+                per_chunk[k].append(word)
+        for chunk, words in zip(part, per_chunk):
+            _CHUNKS[chunk] = tuple(words)
+
+
 def _chunk_words(chunk: str) -> tuple[str, ...]:
     words = _CHUNKS.get(chunk)
     if words is None:
-        if len(_CHUNKS) >= _MAX_CHUNKS:
-            _CHUNKS.clear()
-        special = _special_cases()
-        # Shortcuts for the commonest new chunks, where spaCy's affix rules are simple: a plain word
-        # or number is one token; a plain word with one trailing , ; : ! ? ) (or a full stop after a
-        # lower-case letter), or one leading ( " “ ‘ ' [, splits off that character. Special cases
-        # ("cannot", "gonna", ...) and everything else go to spaCy itself. Checked against spaCy on
-        # every chunk of the benchmark pages (tests/corpus/web/test_quality_vs_datatrove.py).
-        if chunk in special:
-            words = None
-        elif chunk.isalpha() or (chunk.isdigit() and chunk.isascii()):
-            words = (chunk,)
-        elif len(chunk) > 1 and chunk[-1] in _CLOSERS and chunk[:-1].isalpha() and chunk[:-1] not in special:
-            words = (chunk[:-1], chunk[-1])
-        elif (len(chunk) > 2 and chunk[-1] == "." and chunk[-2].islower() and chunk[:-1].isalpha()
-              and chunk[:-1] not in special):
-            words = (chunk[:-1], ".")  # a full stop after a lower-case letter is always split off
-        elif len(chunk) > 2 and chunk[0] in _OPENERS and chunk[1:].isalpha() and chunk[1:] not in special:
-            words = (chunk[0], chunk[1:])
-        if words is None:
-            words = tuple(w for w in (t.text.strip() for t in nlp().tokenizer(chunk)) if w)
-        _CHUNKS[chunk] = words
+        learn_chunks([chunk])
+        words = _CHUNKS[chunk]
     return words
 
 
@@ -81,12 +114,15 @@ def spacy_words_of(text: str) -> list[str]:
     return [w for w in (t.text.strip() for t in nlp().tokenizer(text)) if w]
 
 
+def _clean(text: str) -> str:
+    # spaCy fails on this literal once a memory zone has seen it, and datatrove then drops it from
+    # the text; we take that steady state (datatrove's very first such text keeps it).
+    return text.replace("IS_ALPHA", "") if "IS_ALPHA" in text else text
+
+
 def words_of(text: str) -> list[str]:
     """The words of one text, as datatrove's `split_into_words(text, "eng")` returns them."""
-    if "IS_ALPHA" in text:
-        # spaCy fails on this literal once a memory zone has seen it, and datatrove then drops it
-        # from the text; we take that steady state (datatrove's very first such text keeps it).
-        text = text.replace("IS_ALPHA", "")
+    text = _clean(text)
     out: list[str] = []
     get = _CHUNKS.get
     for chunk in text.split():
@@ -98,6 +134,8 @@ def words_of(text: str) -> list[str]:
 def split_words(texts: Iterable[str]) -> list[list[str]]:
     """Words of each text (see `words_of`), remembered for the next filter of the same worker."""
     global _texts_chars
+    texts = list(texts)
+    learn_chunks(chunk for text in texts if text not in _TEXTS for chunk in _clean(text).split())
     out = []
     for text in texts:
         words = _TEXTS.get(text)

@@ -144,3 +144,14 @@ def test_sentence_counts_equal_spacy_sentencizer():
     lines = [line.strip() for t in c4_texts()[:60] for line in t.splitlines() if line.strip()]
     lines += ["One. Two! Three?", "No stop at all", "Ends with a quote.\"", "Hi... there", "x", "Wait — what?!"]
     assert count_sentences(lines) == [len(split_into_sentences(line)) for line in lines]
+
+
+def test_chunks_learned_in_one_batch_equal_spacy_per_chunk(readability_dir):
+    from corpus.web import words
+
+    texts = c4_texts()[150:220] + _extracted_pages(readability_dir, 30)
+    chunks = sorted({c for t in texts for c in t.split()})
+    words._CHUNKS.clear()
+    words.learn_chunks(chunks)
+    sample = random.Random(5).sample(chunks, 3000)
+    assert [words._CHUNKS[c] for c in sample] == [tuple(words.spacy_words_of(c)) for c in sample]
