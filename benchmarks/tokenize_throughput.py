@@ -9,7 +9,7 @@ on its own (`encode_as_ids`), EOD appended, written with `IndexedDatasetBuilder.
   - "megatron 1 proc": tokenizer + builder in one process (the reference the issue names);
   - "megatron pool N": preprocess_data.py's `--workers N` mode (encoding in a pool, writing in the parent).
 Ours: row-range tasks in N processes, batch encoding, per-task .bin/.idx merged at the end, plus
-hashing and publishing the version. Run: .venv/bin/python benchmarks/tokenize_throughput.py [--mb 8]
+hashing and publishing the version. Run: .venv/bin/python benchmarks/tokenize_throughput.py [--mb 16 --repeat 2]
 """
 
 from __future__ import annotations
@@ -100,10 +100,10 @@ def megatron_preprocess(version, model_bytes: bytes, eod: int, dtype, out_prefix
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=float, default=8.0, help="approximate MB of text to tokenize")
+    ap.add_argument("--mb", type=float, default=16.0, help="approximate MB of text to tokenize")
     ap.add_argument("--vocab", type=int, default=16000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each; the best is kept")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of each; the best is kept")
     args = ap.parse_args()
     indexed_dataset()  # import megatron-core (and torch) once, outside every timing
 

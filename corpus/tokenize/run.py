@@ -15,6 +15,7 @@ The artifact's manifest (catalog `Manifest`, shards = tokens.bin and tokens.idx)
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import multiprocessing as mp
@@ -128,10 +129,16 @@ def _task_in_worker(task: TokenizeTask) -> TaskOutcome | tuple[str, str]:
 def _run_tasks(tasks: list[TokenizeTask], tokenizer: Tokenizer, workers: int) -> list[TaskOutcome]:
     if workers <= 1 or len(tasks) <= 1:
         return [run_tokenize_task(t, tokenizer) for t in tasks]
-    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=_pool_context(), initializer=_init_worker,
-                             initargs=(tokenizer,)) as pool:
-        futures = [pool.submit(_task_in_worker, t) for t in tasks]
-        outcomes = [f.result() for f in futures]
+    # Forked workers share the parent's heap (torch and megatron-core included) copy-on-write; a
+    # collection in a worker would touch, and so copy, all of it. Frozen objects are never scanned.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=_pool_context(), initializer=_init_worker,
+                                 initargs=(tokenizer,)) as pool:
+            futures = [pool.submit(_task_in_worker, t) for t in tasks]
+            outcomes = [f.result() for f in futures]
+    finally:
+        gc.unfreeze()
     for o in outcomes:
         if isinstance(o, tuple):
             raise ShardError(*o)
