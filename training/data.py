@@ -155,6 +155,7 @@ def write_indexed(prefix: str | Path, documents, *, dtype=np.int32) -> str:
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
     builder = IndexedDatasetBuilder(prefix + ".bin", dtype=dtype)
     for doc in documents:
-        builder.add_document(torch.as_tensor(np.asarray(doc, dtype=dtype)), [len(doc)])
+        # a numpy array, not a tensor: megatron converts it with numpy.array(), which warns on tensors
+        builder.add_document(np.asarray(doc, dtype=dtype), [len(doc)])
     builder.finalize(prefix + ".idx")
     return prefix

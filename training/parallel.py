@@ -61,8 +61,9 @@ def setup(parallel: ParallelConfig, *, seed: int = 1234) -> None:
             dist.init_process_group("nccl")
         elif "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", 1)) > 1:
             dist.init_process_group("gloo")
-        else:
-            dist.init_process_group("gloo", store=dist.HashStore(), world_size=1, rank=0)
+        else:  # one process: an in-memory store, no port to pick
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend, store=dist.HashStore(), world_size=1, rank=0)
     world = dist.get_world_size()
     if world % parallel.tensor_parallel:
         raise ConfigError(f"world size {world} is not divisible by parallel.tensor_parallel={parallel.tensor_parallel}")

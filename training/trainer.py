@@ -198,7 +198,7 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         if cfg.log_every and (done % cfg.log_every == 0 or done == end_step):
             rate = (done - start_step) * tokens_per_step / (time.perf_counter() - t0)
             log(f"[{cfg.name}] step {done}/{plan.steps} loss {loss_sum:.4f} lr x{lr_factor:.3f} "
-                f"{rate:,.0f} tok/s")
+                f"{rate:,.0f} tok/s{_mfu(cfg, plan, rate)}")
         if cfg.eval_every and done % cfg.eval_every == 0 and done != end_step:
             metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
             result.eval_history.append((done, metrics["loss"]))
@@ -214,6 +214,22 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s)")
     result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
     return result
+
+
+def _mfu(cfg: TrainConfig, plan: RunPlan, tokens_per_second: float) -> str:
+    """Model FLOPs utilisation on GPU: (6·N + 12·L·h·S) FLOPs per token (weights + attention scores)
+    over the peak of all GPUs; the peak per GPU is CIDERMILL_PEAK_TFLOPS (default 989, H100 dense bf16)."""
+    if not torch.cuda.is_available():
+        return ""
+    import os
+
+    import torch.distributed as dist
+
+    m = cfg.model
+    per_token = 6 * m.parameter_count()["non_embedding"] + 6 * m.vocab_size * m.hidden_size \
+        + 12 * m.num_layers * m.num_attention_heads * m.head_dim * plan.seq_length
+    peak = float(os.environ.get("CIDERMILL_PEAK_TFLOPS", 989)) * 1e12 * dist.get_world_size()
+    return f" MFU {per_token * tokens_per_second / peak:.1%}"
 
 
 def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: TrainResult) -> Path:

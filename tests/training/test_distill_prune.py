@@ -12,11 +12,10 @@ import pytest
 import torch
 
 from training import parallel
-from training.checkpoint import open_checkpoint
+from training.checkpoint import load_state_dict_, open_checkpoint
 from training.distill import precompute_top1
 from training.model import build_model, get_shape
 from training.prune import FFNMasks, pruned_state_dict, prune, soft_top_k
-from training.checkpoint import load_state_dict_
 from training.trainer import train
 
 from .helpers import quiet, tiny_cfg
@@ -43,9 +42,9 @@ def student_cfg(byte_root, out, **extra):
 def test_soft_top_k_is_a_differentiable_k_subset():
     scores = torch.tensor([3.0, -1.0, 0.5, 2.0, -2.0, 0.0], requires_grad=True)
     lam = soft_top_k(scores, 2, eps=0.5)
-    assert float(lam.sum()) == pytest.approx(2.0, abs=1e-4)
+    assert float(lam.sum().detach()) == pytest.approx(2.0, abs=1e-4)
     assert torch.all((lam > 0) & (lam < 1))
-    assert lam.argsort(descending=True)[:2].tolist() == [0, 3]
+    assert lam.detach().argsort(descending=True)[:2].tolist() == [0, 3]
     lam[2].backward()  # raising one unit's mask must come at the others' expense (the sum is fixed)
     assert scores.grad[2] > 0 and torch.all(scores.grad[[0, 1, 3, 4, 5]] <= 0)
     hard = soft_top_k(scores.detach(), 2, eps=1e-3)
