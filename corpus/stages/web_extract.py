@@ -47,6 +47,8 @@ def _looks_like_markup(content: bytes) -> bool:
 
 @register
 class WebExtract(Mapper):
+    """HTML payload -> `text`, `title`, `date`, `charset`; drops pages without text, with a reason."""
+
     name = "web_extract_v1"
     Config = WebExtractConfig
 

@@ -38,6 +38,8 @@ class WebPiiConfig:
 
 @register
 class WebPii(Mapper):
+    """Redacts, drops (`pii_<category>`) or counts emails, phones, IPs, cards, SSNs, IBANs."""
+
     name = "web_pii_v1"
     Config = WebPiiConfig
 

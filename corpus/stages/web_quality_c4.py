@@ -39,6 +39,8 @@ class C4QualityConfig:
 
 @register
 class C4Quality(Mapper):
+    """Removes failing lines from `text`; drops `lorem_ipsum`, `curly_bracket`, `too_few_sentences`."""
+
     name = "c4_quality_v1"
     Config = C4QualityConfig
 

@@ -37,6 +37,8 @@ class FineWebQualityConfig:
 
 @register
 class FineWebQuality(Filter):
+    """Drops `empty`, `line_punct_ratio`, `short_line_ratio`, `char_dup_ratio`, `list_ratio`."""
+
     name = "fineweb_quality_v1"
     Config = FineWebQualityConfig
 

@@ -90,6 +90,9 @@ class WebSafetyConfig:
 
 @register
 class WebSafety(Scorer):
+    """Adds `safety__badwords`, `safety__badwords_ratio`, `safety__url_blocked`,
+    `safety__url_badwords` and `safety__score` (P(unsafe) of the trained model)."""
+
     name = "web_safety_v1"
     Config = WebSafetyConfig
 
