@@ -25,6 +25,7 @@ from .shards import DEFAULT_TARGET_SHARD_BYTES, ShardWriter
 from .storage import Location
 
 STAGING = ".staging"
+LATEST = "LATEST"  # <root>/<name>/LATEST holds the id of the version published last under that name
 
 
 def utc_now() -> str:
@@ -64,10 +65,16 @@ class Catalog:
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
     def resolve(self, ref: str) -> DatasetVersion:
-        """Open a version by `name`, `name@idprefix` or a bare id prefix."""
+        """Open a version by `name` (the one published last), `name@idprefix` or a bare id prefix."""
         name, _, prefix = ref.partition("@")
         if not prefix and name not in self.names():
             name, prefix = "", ref
+        if name and not prefix:
+            latest = self.root.join(name, LATEST)
+            if latest.exists():
+                vdir = self.root.join(name, latest.read_bytes().decode().strip())
+                if vdir.join(MANIFEST_NAME).exists():
+                    return DatasetVersion(vdir)
         candidates = self.versions(name or None)
         if prefix:
             candidates = [e for e in candidates if e.version_id.startswith(prefix)]
@@ -89,9 +96,11 @@ class Catalog:
         `cleanup` deletes the staging directory afterwards.
         """
         target = self.root.join(manifest.name, manifest.version_id)
+        latest = self.root.join(manifest.name, LATEST)
         if target.join(MANIFEST_NAME).exists():
             if cleanup:
                 staging.delete()
+            latest.write_bytes_atomic(manifest.version_id.encode())  # publishing A, B, A again: A is latest
             return DatasetVersion(target)
         target.mkdir()
         for shard in manifest.shards:
@@ -102,6 +111,7 @@ class Catalog:
         if not manifest.created_at:
             manifest.created_at = utc_now()
         target.join(MANIFEST_NAME).write_bytes_atomic(manifest.to_json().encode())
+        latest.write_bytes_atomic(manifest.version_id.encode())
         if cleanup:
             staging.delete()
         return DatasetVersion(target)

@@ -128,6 +128,17 @@ def test_resolve_by_name_prefix_and_ambiguity(tmp_path):
         cat.resolve("nope")
 
 
+def test_name_resolves_to_the_version_published_last(tmp_path):
+    cat = Catalog(tmp_path)
+    a = cat.write_table("docs", _table(range(3)))
+    b = cat.write_table("docs", _table(range(4)))
+    assert cat.resolve("docs").version_id == b.version_id
+    again = cat.write_table("docs", _table(range(3)))  # same content as a: same id, no new directory
+    assert again.version_id == a.version_id
+    assert cat.resolve("docs").version_id == a.version_id
+    assert len(cat.versions("docs")) == 2
+
+
 def test_uri_and_local_path_work_alike(tmp_path):
     by_uri = Catalog(f"file://{tmp_path}/uri")
     by_path = Catalog(str(tmp_path / "path"))
