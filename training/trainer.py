@@ -192,6 +192,8 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
             ce_sum += float(ce.detach()) / n_micro
         clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         optimizer.step()
+        if dp_size > 1:  # log the global batch's loss, not this rank's share
+            loss_sum, ce_sum = _dp_mean([loss_sum, ce_sum], dev)
         result.losses.append(loss_sum)
         result.label_losses.append(ce_sum)
         done = step + 1
@@ -214,6 +216,15 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s)")
     result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
     return result
+
+
+def _dp_mean(values: list[float], dev) -> list[float]:
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    t = torch.tensor(values, dtype=torch.float64, device=dev)
+    dist.all_reduce(t, group=parallel_state.get_data_parallel_group())
+    return (t / parallel_state.get_data_parallel_world_size()).tolist()
 
 
 def _mfu(cfg: TrainConfig, plan: RunPlan, tokens_per_second: float) -> str:
@@ -250,7 +261,7 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
         "init_from": cfg.init_from,
         "config": cfg.to_dict(),
         "eval": [list(e) for e in result.eval_history],
-        "eval_accuracy": result.eval_accuracy,
+        "eval_accuracy": None if math.isnan(result.eval_accuracy) else result.eval_accuracy,  # nan: tp > 1
         "last_loss": result.losses[-1] if result.losses else None,
     }
     return ckpt.save(Path(cfg.out_dir) / f"step-{step:07d}", model=model, optimizer=optimizer, manifest=manifest)
