@@ -118,3 +118,16 @@ def test_oversized_payload_is_dropped_with_reason(tmp_path):
     assert exc is None
     assert errors and all(e.reason.startswith("payload_too_large") for e in errors)
     assert _rows(tables) + len(errors) == 16
+
+
+def test_corrupt_block_mid_warc_keeps_records_before_and_names_the_file(tmp_path):
+    data = bytearray((SAMPLES / "dolma_warc" / "sample-0000.warc.gz").read_bytes())
+    at = len(data) // 2
+    data[at:at + 20] = bytes(b ^ 0xFF for b in data[at:at + 20])
+    (tmp_path / "corrupt.warc.gz").write_bytes(bytes(data))
+    tables, errors, exc = _read("warc", tmp_path / "corrupt.warc.gz")
+    assert isinstance(exc, ShardError) and "corrupt.warc.gz" in str(exc) and "corrupt" in exc.reason
+    assert 0 < _rows(tables) < 22
+    full, _, _ = _read("warc", SAMPLES / "dolma_warc" / "sample-0000.warc.gz")
+    kept = pa.concat_tables(tables).column("id").to_pylist()
+    assert kept == pa.concat_tables(full).column("id").to_pylist()[: len(kept)]
