@@ -44,6 +44,10 @@ def run(root: str) -> None:
         print(f"test executions: {summary['test_executions']}, passed: "
               f"{'n/a' if rate is None else f'{rate:.1%}'}; triplets kept (best candidate >= 50% of its tests): "
               f"{summary['triplets_kept']} of {summary['questions_after_decontam']} questions")
+        if summary["triplets_kept"] == 0:
+            print("(SmolLM2-135M seldom writes a correct test and a correct solution for the same question; "
+                  "the rejects say why per question. Point `cidermill synth coding --backend openai|vllm` at a "
+                  "stronger model for real data.)")
         print(f"-> {kept.name}@{kept.version_id[:12]}  {kept.manifest.rows} rows at {kept.directory.uri}"
               + (f"\n   rejects {rejects.name}@{rejects.version_id[:12]} ({rejects.manifest.rows} rows)"
                  if rejects else ""))
