@@ -24,7 +24,7 @@ from .triplets import CodingTriplets
 
 def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int = 5, min_tests: int = 2,
                   n_solutions: int = 4, min_pass_rate: float = 1.0, max_tokens: int = 200, seed: int = 0,
-                  workers: int = 2, test_samples: int = 1) -> list[Stage]:
+                  workers: int = 2, test_samples: int = 1, tests_temperature: float = 0.2) -> list[Stage]:
     return [
         CodingQuestions({"backend": backend, "questions_per_topic": questions_per_topic,
                          "max_tokens": min(max_tokens, 160), "seed": seed}),
@@ -32,6 +32,7 @@ def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int =
         CodingDecontam({}),
         CodingTriplets({"backend": backend, "n_tests": n_tests, "min_tests": min_tests, "n_solutions": n_solutions,
                         "min_pass_rate": min_pass_rate, "tests_max_tokens": max_tokens, "test_samples": test_samples,
+                        "tests_temperature": tests_temperature,
                         "solution_max_tokens": max_tokens, "seed": seed, "workers": workers}),
     ]
 
@@ -94,6 +95,8 @@ def write_run(catalog: Catalog, run: CodingRun, *, name: str = "synth_coding_tri
 
 
 def _as_strings(t: pa.Table) -> pa.Table:
-    """Rejects from different stages have different columns; keep id/source/reason and the text."""
-    keep = [c for c in ("id", "source", "topic", "question", "drop_reason", "drop_stage") if c in t.column_names]
+    """Rejects from different stages have different columns; keep what explains the drop (missing
+    columns become nulls when the stages' rejects are concatenated)."""
+    keep = [c for c in ("id", "source", "topic", "entry_point", "question", "tests", "solution", "candidate_passes",
+                        "pass_rate", "drop_reason", "drop_stage") if c in t.column_names]
     return t.select(keep)
