@@ -16,6 +16,9 @@ WEB_STAGES = ["http_response_v1", "web_extract_v1", "normalize_text_v1", "web_la
 def test_default_web_config_validates_with_stages_in_order():
     pipeline = load_pipeline(str(REPO / "configs" / "web.yaml"))
     assert [s.name for s in pipeline.stages][: len(WEB_STAGES)] == WEB_STAGES
+    globals_ = ["url_dedup_v1", "exact_dedup_v1", "minhash_dedup_v1", "decontaminate_v1"]
+    assert [s.name for s in pipeline.stages][len(WEB_STAGES):] == globals_
+    assert [p[0].name for p in pipeline.passes()[1:]] == globals_  # each global stage starts a pass
 
 
 @pytest.mark.slow
