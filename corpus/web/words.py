@@ -54,7 +54,8 @@ _OPENERS = frozenset("(\"“[")
 def _shortcut(chunk: str, special: frozenset[str]) -> tuple[str, ...] | None:
     """Words of the commonest new chunks without spaCy, where its affix rules are simple: a plain
     word or number is one token; a plain word with one trailing , ; : ! ? ) (or a full stop after a
-    lower-case letter), or one leading ( " “ [, splits off that character. Special cases
+    lower-case letter), or one leading ( " “ [, splits off that character; letters joined by hyphens split
+    at each hyphen; a number with one trailing , . ; : splits it off. Special cases
     ("cannot", "gonna", ...) and everything else (None) go to spaCy itself. Checked against spaCy
     on every chunk of real pages (tests/corpus/web/test_quality_vs_datatrove.py)."""
     if chunk in special:
@@ -67,6 +68,15 @@ def _shortcut(chunk: str, special: frozenset[str]) -> tuple[str, ...] | None:
         return (chunk[:-1], ".")
     if len(chunk) > 2 and chunk[0] in _OPENERS and chunk[1:].isalpha() and chunk[1:] not in special:
         return (chunk[0], chunk[1:])
+    if "-" in chunk:  # letters joined by hyphens: spaCy's infix rule splits at each hyphen
+        parts = chunk.split("-")
+        if len(parts) > 1 and all(p.isalpha() for p in parts):
+            out = [parts[0]]
+            for p in parts[1:]:
+                out += ["-", p]
+            return tuple(out)
+    if len(chunk) > 1 and chunk[-1] in ",.;:" and chunk[:-1].isdigit() and chunk[:-1].isascii():
+        return (chunk[:-1], chunk[-1])  # a number with a trailing comma, stop, semicolon or colon
     return None
 
 
