@@ -91,10 +91,14 @@ def learn_chunks(chunks: Iterable[str]) -> None:
     hard = []
     for chunk in set(chunks).difference(_CHUNKS):
         words = _shortcut(chunk, special)
-        if words is None:
-            hard.append(chunk)
-        else:
+        if words is not None:
             _CHUNKS[chunk] = words
+        elif "'" in chunk or "’" in chunk:
+            # spaCy's special cases with apostrophes ('em, 's, n't ...) are re-matched over the
+            # tokens around them, so a batch's neighbours can change the split: tokenize alone.
+            _CHUNKS[chunk] = tuple(w for w in (t.text.strip() for t in nlp().tokenizer(chunk)) if w)
+        else:
+            hard.append(chunk)
     for i in range(0, len(hard), 20_000):
         part = hard[i:i + 20_000]
         text = " ".join(part)
