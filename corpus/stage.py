@@ -95,17 +95,24 @@ class Scorer(Stage):
 
 
 class Mapper(Stage):
-    """Rewrites rows one to one; may also drop rows by returning reasons."""
+    """Rewrites rows one to one; may also drop rows by returning reasons, and count things."""
+
+    rejects_show_input: ClassVar[bool] = True  # False: rejects show the rewritten row instead
 
     @abstractmethod
-    def transform(self, table: pa.Table) -> tuple[pa.Table, pa.Array | None]:
-        """Return (new table with the same row count, reasons or None)."""
+    def transform(self, table: pa.Table) -> tuple:
+        """Return (new table with the same row count, reasons or None), optionally followed by
+        a dict of counters for the stage's stats (e.g. PII found per category)."""
 
     def apply(self, table: pa.Table) -> StageResult:
-        out, reasons = self.transform(table)
+        out, reasons, *rest = self.transform(table)
         if reasons is None:
-            return StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
-        return drop_by_reason(self.name, out, reasons, original=table)
+            result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
+        else:
+            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None)
+        if rest:
+            result.stats.counters.update(rest[0])
+        return result
 
 
 class Filter(Stage):

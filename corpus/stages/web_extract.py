@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..config import require
 from ..registry import register
-from ..stage import Mapper, StageResult, drop_by_reason, with_columns
+from ..stage import Mapper, with_columns
 from ..web.extract import ExtractTimeout, extract_page, time_limit
 
 log = logging.getLogger(__name__)
@@ -52,17 +52,7 @@ class WebExtract(Mapper):
     name = "web_extract_v1"
     Config = WebExtractConfig
 
-    def apply(self, table: pa.Table) -> StageResult:
-        out, reasons, counters = self._extract(table)
-        result = drop_by_reason(self.name, out, reasons, original=table)
-        result.stats.counters.update(counters)
-        return result
-
     def transform(self, table: pa.Table):
-        out, reasons, _ = self._extract(table)
-        return out, reasons
-
-    def _extract(self, table: pa.Table):
         cfg = self.config
         n = table.num_rows
         contents = table.column("content").to_pylist()

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..config import require
 from ..registry import register
-from ..stage import Mapper, StageResult, drop_by_reason, with_columns
+from ..stage import Mapper, with_columns
 from ..web.pii import CATEGORIES, PLACEHOLDERS, find_pii, redact
 
 Action = Literal["redact", "drop", "count", "ignore"]
@@ -43,17 +43,7 @@ class WebPii(Mapper):
     name = "web_pii_v1"
     Config = WebPiiConfig
 
-    def apply(self, table: pa.Table) -> StageResult:
-        out, reasons, counters = self._run(table)
-        result = drop_by_reason(self.name, out, reasons, original=table)
-        result.stats.counters.update(counters)
-        return result
-
     def transform(self, table: pa.Table):
-        out, reasons, _ = self._run(table)
-        return out, reasons
-
-    def _run(self, table: pa.Table):
         cfg = self.config
         active = tuple(c for c in CATEGORIES if cfg.actions.get(c, "ignore") != "ignore")
         texts = table.column("text").to_pylist()

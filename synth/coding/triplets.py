@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from corpus.config import require
 from corpus.registry import register
-from corpus.stage import Mapper, StageResult, drop_by_reason, with_columns
+from corpus.stage import Mapper, with_columns
 from synth.backends import SamplingParams
 from synth.sandbox import Sandbox, SandboxLimits, run_many
 from synth.sft.llm import get_backend
@@ -73,17 +73,9 @@ class CodingTriplets(Mapper):
     name = "coding_triplets_v1"
     Config = TripletsConfig
 
-    def apply(self, table: pa.Table) -> StageResult:
-        out, reasons, counters = self._build(table)
-        result = drop_by_reason(self.name, out, reasons, original=out)
-        result.stats.counters.update(counters)
-        return result
+    rejects_show_input = False  # the rejects keep the generated tests and candidates
 
-    def transform(self, table: pa.Table):  # the contract's hook; apply() adds counters
-        out, reasons, _ = self._build(table)
-        return out, reasons
-
-    def _build(self, table: pa.Table) -> tuple[pa.Table, pa.Array, dict[str, int]]:
+    def transform(self, table: pa.Table) -> tuple[pa.Table, pa.Array, dict[str, int]]:
         c = self.config
         rows = table.select(["question", "signature", "entry_point"]).to_pylist()
         backend = get_backend(c.backend)
