@@ -55,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     root = shared_data("licenses")
     start = time.perf_counter()
-    index = load_index(root)
+    index = load_index()
     print(f"index load: {time.perf_counter() - start:.2f} s (first build ~25 s, then cached)")
     files = []
     for _, fx_files, want in licensee_fixtures(root):

@@ -93,7 +93,7 @@ def run(args) -> EvalReport:
     lic_root = Path(args.licenses) if getattr(args, "licenses", None) else shared_data("licenses")
     code_root = Path(args.code_licensed) if getattr(args, "code_licensed", None) else shared_data("code_licensed")
     start = time.perf_counter()
-    load_index(lic_root)
+    load_index()
     build_s = time.perf_counter() - start
     known = {p.stem for p in (lic_root / "licensee" / "vendor" / "choosealicense.com" / "_licenses").glob("*.txt")}
     rows, misses = [], []

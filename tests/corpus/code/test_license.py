@@ -12,7 +12,7 @@ from corpus.code.license import (PERMISSIVE, detect_repository, is_allowed, is_l
 def index(shared_data):
     from corpus.code.license_index import load_index
 
-    return load_index(shared_data / "licenses")  # first build ~25 s, then cached (disk and process)
+    return load_index()  # the licensedcode-data package; first build ~30 s, then cached (disk and process)
 
 
 def _detect(files: dict[str, bytes], index, sources=None):
@@ -92,4 +92,4 @@ def test_index_is_cached_by_source_hash(shared_data, index, tmp_path, monkeypatc
 
     files = list((license_index.cache_dir("license-index")).glob("*.pkl"))
     assert files, "the built index is cached"
-    assert license_index.load_index(shared_data / "licenses") is index  # in-process cache
+    assert license_index.load_index() is index  # in-process cache
