@@ -54,6 +54,7 @@ _FAMILY = {"BSD": r"^(0?BSD-|BSD$)", "GPL": r"^GPL-", "LGPL": r"^LGPL-", "AFL": 
            "public-domain": r"^(Unlicense|CC0-1\.0|LicenseRef-.*public-domain.*)$", "free": r"."}
 # ScanCode keys for "see the LICENSE file", warranty disclaimers and the like: clues, not licenses
 _NOISE = re.compile(r"LicenseRef-scancode-(?:unknown|warranty-disclaimer|generic-|other-|free-unknown|see-license)")
+_PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
 
@@ -118,7 +119,7 @@ def readme_license_section(text: str) -> str | None:
             stop = next((s for s, _, lv, _ in heads[i + 1:] if lv <= level), len(text))
             rest = re.sub(r"^.*?licen[cs]es?\b\s*[:\-—]?", "", title, count=1, flags=re.IGNORECASE).strip()
             body = text[end:stop]
-            return f"{rest}\n{body}" if rest else body
+            return f"{title}\n{body}" if rest else body  # `## License: MIT © Jane Doe`
     return None
 
 
@@ -133,7 +134,7 @@ def statement_expression(text: str, index: LicenseIndex, *, short: bool = False)
     ws = words(text, strip_copyright=False)
     found = [f for f in phrase_matches(index, ws) if not _NOISE.search(f[2])]
     exprs = [e for _, _, e in found]
-    cc = [_cc_id(c) for c in creative_commons(text)]
+    cc = [_cc_id(c) for c in creative_commons(text) if c != "CC-BY-unversioned"]  # plain CC BY: the rules decide
     if cc:  # the CC parser reads NC/SA/ND; phrase rules may stop at "Creative Commons Attribution"
         exprs = [e for e in exprs if not any(i.startswith("CC-BY") for i in ids(e))] + cc
     if not exprs:
@@ -170,7 +171,7 @@ def _with_restrictions(expr: str, text: str, cand: int | None, index: LicenseInd
         return expr
     if cand is not None and cand >= 0:
         vocab = candidate_vocab(index, cand)
-        hits = [(m, h) for m, h in hits if not set(re.findall(r"[a-z0-9]+", h)) <= vocab]
+        hits = [(m, h) for m, h in hits if not set(words(h, strip_copyright=False)) <= vocab]
     markers = unexplained(list(dict.fromkeys(m for m, _ in hits)), ids(expr) if expr != UNKNOWN else set())
     if not markers:
         return expr
@@ -186,9 +187,21 @@ def _paragraphs_outside(text: str, vocab: set[str]) -> str:
     out = []
     for para in re.split(r"\n\s*\n", text):
         ws = [w for w in words(para, strip_copyright=False) if not w.isdigit()]
-        if len(ws) >= 3 and sum(w in vocab for w in ws) < 0.9 * len(ws):
+        missing = {w for w in ws if w not in vocab}
+        if len(ws) >= 6 and (len(missing) >= 2 or len(missing) > 0.1 * len(ws)):  # not headings
             out.append(para)
     return "\n\n".join(out)
+
+
+def _is_exception(expr: str) -> bool:
+    from .license_expr import licensing
+
+    sym = licensing().known_symbols.get(expr)
+    return bool(sym is not None and getattr(sym, "is_exception", False))
+
+
+def _variants(expr: str) -> set[str]:
+    return {re.sub(r"-(only|or-later)$", "", i) for i in _real_ids(expr)}
 
 
 def file_expression(text: str, index: LicenseIndex) -> tuple[str | None, str, float]:
@@ -199,8 +212,14 @@ def file_expression(text: str, index: LicenseIndex) -> tuple[str | None, str, fl
     if m and m.method in ("dice", "cover"):
         expr, method = m.expression, m.method
         outside = _paragraphs_outside(text, candidate_vocab(index, m.candidate))
+        second = match_text(outside, index=index, phrases=False) if outside else None
+        if second and second.method in ("dice", "cover") and _is_exception(second.expression):
+            return _with_restrictions(f"{expr} WITH {second.expression}", text, m.candidate, index), \
+                f"{method}+exception", m.score
         stated, _ = statement_expression(outside, index) if outside else (None, 0.0)
-        if stated and not ids(stated) <= ids(expr) | {UNKNOWN}:
+        if stated and _variants(stated) == _variants(expr):
+            expr, method = stated, f"{method}+notice"  # the notice says "or later" (or "only") of the same text
+        elif stated and not ids(stated) <= ids(expr) | {UNKNOWN}:
             op = "OR" if offers_choice(outside) else "AND"
             expr, method = join([stated, expr], op), f"{method}+statement"
         return _with_restrictions(expr, text, m.candidate, index), method, m.score
@@ -335,9 +354,12 @@ def _decide(evidence: list[Evidence], headers: Counter) -> tuple[str | None, str
     declared = [e for e in evidence if e.role == "declared"]
     files = None
     if own:
-        exprs = [e.expression for e in own]
+        grants = [e.expression for e in own if _PATENTS.match(e.path) and e.expression != UNKNOWN]
+        exprs = [e.expression for e in own if not _PATENTS.match(e.path)]
         known = [x for x in exprs if x != UNKNOWN]
         files = join(_lgpl3_with_gpl3(list(dict.fromkeys(known))), "OR") if known else UNKNOWN
+        if grants and known:  # a PATENTS file adds terms to the license beside it: both apply
+            files = join([files] + grants, "AND")
         if known and len(known) < len(exprs):
             files = join([files, AMBIGUOUS], "AND")  # a license file we cannot read: alternative or condition?
     stated, how = _declared_expression(declared)

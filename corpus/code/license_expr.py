@@ -81,7 +81,9 @@ def join(exprs, op: str) -> str:
         return UNKNOWN
     if len(uniq) == 1:
         return normalize(uniq[0])
-    return normalize(f" {op} ".join(_group(e) for e in uniq))
+    joined = f" {op} ".join(_group(e) for e in uniq)
+    node = _parsed(joined)
+    return node.simplify().render() if node is not None else joined
 
 
 def is_allowed(expr: str, allow: list[str]) -> bool:

@@ -35,7 +35,7 @@ from .paths import cache_dir
 
 log = logging.getLogger("cidermill.license")
 
-BUILD_VERSION = 5  # bump when the normalisation or the selection of rules changes
+BUILD_VERSION = 6  # bump when the normalisation or the selection of rules changes
 SEQ_MAX_WORDS = 120  # license-text rules up to this length also match as phrases
 KEY_WORDS = 3  # phrase rules are looked up by their first words
 _KEY_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+\-_]*")
@@ -165,10 +165,16 @@ def build_index(root: Path) -> LicenseIndex:
         else:
             kind = next((k for k in ("notice", "reference", "tag") if meta.get(f"is_license_{k}") == "yes"),
                         "notice")
-        if len(seq_words) >= 3 or _distinctive(seq_words):
+        if (len(seq_words) >= 3 or _distinctive(seq_words)) and not set(seq_words) <= _GENERIC:
             seq.append((tuple(seq_words), expr, kind))
     full = [f for f in full if len(set(f[2])) >= 10]
     return _assemble(spdx_ids, full, seq)
+
+
+# phrases made only of these words name no license ("license license" is a ScanCode rule for MIT)
+_GENERIC = {"license", "licenses", "licensed", "licensing", "the", "a", "an", "this", "is", "under", "of", "and", "or",
+            "software", "see", "terms", "copyright", "file", "notice", "by", "for", "to", "in", "use", "free", "open",
+            "source", "code", "s", "same", "as", "other", "standard", "new"}
 
 
 def _distinctive(ws: list[str]) -> bool:
