@@ -54,6 +54,7 @@ _FAMILY = {"BSD": r"^(0?BSD-|BSD$)", "GPL": r"^GPL-", "LGPL": r"^LGPL-", "AFL": 
            "public-domain": r"^(Unlicense|CC0-1\.0|LicenseRef-.*public-domain.*)$", "free": r"."}
 # ScanCode keys for "see the LICENSE file", warranty disclaimers and the like: clues, not licenses
 _NOISE = re.compile(r"LicenseRef-scancode-(?:unknown|warranty-disclaimer|generic-|other-|free-unknown|see-license)")
+_NOTICES = re.compile(r"^(?:third[-_ ]?party|3rd[-_ ]?party)[-_ ]?(?:notices?|licen[cs]es?)", re.IGNORECASE)
 _PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
@@ -90,6 +91,8 @@ def license_role(path: str) -> str | None:
     if len(parts) == 2 and parts[0].lower() in ("licenses", "license", "licences"):
         return None if _CODE_SUFFIX.search(parts[1]) else "reuse"
     name = parts[-1]
+    if len(parts) == 1 and _NOTICES.match(name) and not _CODE_SUFFIX.search(name):
+        return "bundled"  # THIRD-PARTY-NOTICES.txt, ThirdPartyNotices, 3rdparty-licenses
     if not _LICENSE_NAME.match(name) or _CODE_SUFFIX.search(name):
         return None
     if len(parts) > 1:
