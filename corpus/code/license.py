@@ -55,6 +55,13 @@ _FAMILY = {"BSD": r"^(0?BSD-|BSD$)", "GPL": r"^GPL-", "LGPL": r"^LGPL-", "AFL": 
 # ScanCode keys for "see the LICENSE file", warranty disclaimers and the like: clues, not licenses
 _NOISE = re.compile(r"LicenseRef-scancode-(?:unknown|warranty-disclaimer|generic-|other-|free-unknown|see-license)")
 _NOTICES = re.compile(r"^(?:third[-_ ]?party|3rd[-_ ]?party)[-_ ]?(?:notices?|licen[cs]es?)", re.IGNORECASE)
+_BUNDLE_CUE = re.compile(r"\bthis\s+product\s+(?:includes|bundles|contains)|\b(?:includes|bundles|contains|bundled|"
+                         r"vendored|incorporates)\s+(?:[\w.-]+\s+){0,6}?(?:software|code|files|libraries|library|"
+                         r"components?|portions|works?)\b|\bthird[\s-]+party\b|\bportions\s+of\s+this\b|"
+                         r"\b(?:derived|adapted|copied)\s+from\b", re.IGNORECASE)
+_COMMERCIAL = re.compile(r"\b(?:a|under|separate|proprietary)\s+(?:separate\s+)?commercial\s+licen[cs](?:e|ing)\b",
+                         re.IGNORECASE)
+COMMERCIAL = "LicenseRef-scancode-commercial-license"
 _PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
@@ -140,11 +147,50 @@ def statement_expression(text: str, index: LicenseIndex, *, short: bool = False)
     cc = [_cc_id(c) for c in creative_commons(text) if c != "CC-BY-unversioned"]  # plain CC BY: the rules decide
     if cc:  # the CC parser reads NC/SA/ND; phrase rules may stop at "Creative Commons Attribution"
         exprs = [e for e in exprs if not any(i.startswith("CC-BY") for i in ids(e))] + cc
+    if _COMMERCIAL.search(text):  # "... or, alternatively, under a commercial license"
+        exprs.append(COMMERCIAL)
+    if not exprs and short:  # `MIT`, `BSD-3-Clause`: ids written as ids
+        exprs = _id_tokens(text, index)
+        found = [(0, len(exprs), e) for e in exprs]
     if not exprs:
         return None, 0.0
     covered = sum(e - s for s, e, _ in found) + 3 * len(cc)
     op = "OR" if offers_choice(text, short=short) else "AND"
     return join(exprs, op), min(1.0, covered / max(len(ws), 1))
+
+
+_ID_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z0-9][A-Za-z0-9.+-]*[A-Za-z0-9+](?![\w-])")
+_ID_WORDS = {"Zlib", "Unlicense", "Beerware", "PostgreSQL"}
+
+
+def _id_tokens(text: str, index: LicenseIndex) -> list[str]:
+    """SPDX ids written exactly as ids (`MIT`, `Apache-2.0`): upper case, or with a digit or hyphen."""
+    out = []
+    for tok in _ID_TOKEN.findall(text):
+        canon = index.spdx_ids.get(tok.lower())
+        if canon and canon.lower() == tok.lower() and (tok.isupper() or any(c.isdigit() or c == "-" for c in tok)
+                                                      or tok in _ID_WORDS) and len(tok) >= 3:
+            out.append(normalize(canon))
+    return list(dict.fromkeys(out))
+
+
+def readme_statement(section: str, index: LicenseIndex) -> tuple[str | None, float]:
+    """The first paragraph of a README license section that names licenses (later paragraphs tend to be
+    about dependencies or contributions); choice words count from the paragraph before to the one after."""
+    whole = match_text(section[:40000], index=index, phrases=False)
+    if whole is not None:  # a whole license text (or an SPDX tag) under the heading
+        return whole.expression, whole.score
+    paras = [p for p in re.split(r"\n\s*\n", section[:STATEMENT_CHARS]) if p.strip()]
+    for i, para in enumerate(paras):
+        short = len(words(para)) <= 12
+        stated, cover = statement_expression(para, index, short=short)
+        if stated:
+            if " AND " in stated and "WITH" not in stated:
+                region = "\n\n".join(paras[max(i - 1, 0): i + 2])
+                if offers_choice(region) or offers_choice(para, short=short):
+                    stated = join(sorted(ids(stated) - {UNKNOWN}), "OR")
+            return stated, cover
+    return None, 0.0
 
 
 def name_expression(value: str, index: LicenseIndex | None = None) -> str:
@@ -219,11 +265,18 @@ def file_expression(text: str, index: LicenseIndex) -> tuple[str | None, str, fl
         if second and second.method in ("dice", "cover") and _is_exception(second.expression):
             return _with_restrictions(f"{expr} WITH {second.expression}", text, m.candidate, index), \
                 f"{method}+exception", m.score
-        stated, _ = statement_expression(outside, index) if outside else (None, 0.0)
-        if stated and _variants(stated) == _variants(expr):
+        prose = outside  # the words around the license texts: where choices and bundling are said
+        if second and second.method in ("dice", "cover"):  # a second whole license text in the file
+            stated = second.expression
+            prose = _paragraphs_outside(outside, candidate_vocab(index, second.candidate))
+        else:
+            stated, _ = statement_expression(outside, index) if outside else (None, 0.0)
+        if stated and _BUNDLE_CUE.search(prose) and not offers_choice(prose):
+            method += "+bundled-notice"  # "this product includes X under Y": recorded, not the project's license
+        elif stated and _variants(stated) == _variants(expr):
             expr, method = stated, f"{method}+notice"  # the notice says "or later" (or "only") of the same text
         elif stated and not ids(stated) <= ids(expr) | {UNKNOWN}:
-            op = "OR" if offers_choice(outside) else "AND"
+            op = "OR" if offers_choice(prose) else "AND"
             expr, method = join([stated, expr], op), f"{method}+statement"
         return _with_restrictions(expr, text, m.candidate, index), method, m.score
     if m:  # SPDX tag
@@ -331,7 +384,7 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
     evidence += [Evidence(p.split(":")[0], UNKNOWN, "unparseable", 0.0, "other") for p in problems]
     for path in filter(lambda p: _README.match(p), paths):
         section = readme_license_section(read(path))
-        stated, cover = statement_expression(section[:STATEMENT_CHARS], index) if section else (None, 0.0)
+        stated, cover = readme_statement(section, index) if section else (None, 0.0)
         if stated:
             evidence.append(Evidence(path, _with_restrictions(stated, section[:STATEMENT_CHARS], None, index),
                                      "readme", cover, "declared"))

@@ -69,6 +69,16 @@ def cases() -> list[Case]:
         {"LICENSE": "This program is available under the GNU Affero General Public License v3.0 or, alternatively, "
                     "under a commercial license from Example Ltd.\n\n" + text("agpl-3.0")},
         "AGPL-3.0-only OR LicenseRef-scancode-commercial-license", False)
+    add("readme-bare-id", "readme", {"README.md": "# pad\n\nPads.\n\n## License\n\nMIT\n"}, "MIT", True)
+    add("readme-short-or", "readme", {"README.md": "# x\n\nLicense\n-------\n\nMIT or Apache-2.0, at your option.\n"},
+        "MIT OR Apache-2.0", True)
+    add("readme-names-a-dependency", "readme",
+        {"LICENSE": mit, "README.md": "# tool\n\n## License\n\nThis project is licensed under the MIT License - see "
+                                      "[LICENSE](LICENSE).\n\nIt calls `ffmpeg`, which is licensed under the GNU "
+                                      "General Public License version 2, as a separate program.\n"}, "MIT", True)
+    add("two-texts-no-statement", "and-in-file", {"LICENSE": mit + "\n\n" + text("bsd-new")},
+        "MIT AND BSD-3-Clause", True)
+    add("two-texts-gpl-and-mit", "and-in-file", {"LICENSE": mit + "\n\n" + gpl3}, "MIT AND GPL-3.0-only", False)
     # 2. files that are not the repository's license
     add("license-weights", "artifact", {"LICENSE": mit, "LICENSE_weights": text("cc-by-nc-4.0")}, "MIT", True)
     add("license-docs", "artifact", {"LICENSE": apache, "LICENSE-docs": text("cc-by-sa-4.0")}, "Apache-2.0", True)
@@ -77,6 +87,10 @@ def cases() -> list[Case]:
     add("third-party-notices", "bundled", {"LICENSE": mit, "THIRD-PARTY-NOTICES.txt": "zlib\n\n" + gpl2}, "MIT", True)
     add("vendored-agpl", "bundled", {"LICENSE": text("bsd-new"), "vendor/lib/LICENSE": text("agpl-3.0")},
         "BSD-3-Clause", True)
+    add("apache-with-bundled-notices", "bundled",
+        {"LICENSE": apache + "\n\n-----\n\nThis product bundles the zlib compression library, which is available "
+                             "under the zlib license:\n\n" + text("zlib") + "\n\nThis product includes code from the "
+                             "Foo project, licensed under the MIT license:\n\n" + mit}, "Apache-2.0", True)
     add("copyright-exclude", "other-file", {"LICENSE": mit, "copyright-exclude": "debian/*\ntests/data/*\n*.png\n"},
         "MIT", True)
     # 3. statements outside license files
@@ -118,6 +132,8 @@ def cases() -> list[Case]:
     add("r-description-gpl", "metadata", {"DESCRIPTION": "Package: x\nLicense: GPL-3\n"}, "GPL-3.0-only", False)
     add("metadata-agrees-bsd", "metadata", {"LICENSE": text("bsd-new"), "setup.cfg": "[metadata]\nclassifiers =\n"
                                             "    License :: OSI Approved :: BSD License\n"}, "BSD-3-Clause", True)
+    add("npm-isc-beside-mit-file", "metadata", {"LICENSE": mit, "package.json": _pkg(license="ISC")}, "MIT AND ISC",
+        True)
     add("metadata-contradicts", "ambiguous", {"COPYING": gpl3, "package.json": _pkg(license="MIT")},
         f"GPL-3.0-only AND MIT AND {AMB}", False)
     add("spdx-headers-only", "headers", {"src/main.py": "# SPDX-License-Identifier: MIT OR Apache-2.0\nx = 1\n"},
