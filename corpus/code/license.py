@@ -62,6 +62,9 @@ _BUNDLE_CUE = re.compile(r"\bthis\s+product\s+(?:includes|bundles|contains)|\b(?
 _COMMERCIAL = re.compile(r"\b(?:a|under|separate|proprietary)\s+(?:separate\s+)?commercial\s+licen[cs](?:e|ing)\b",
                          re.IGNORECASE)
 COMMERCIAL = "LicenseRef-scancode-commercial-license"
+_STATES = re.compile(r"\b(?:licen[cs]ed|available|released|distributed|offered|published|provided)\s+(?:\w+\s+){0,3}?"
+                     r"(?:under|as)\b|\bdual[\s-]*licen[cs]|\bunder\s+the\s+terms\s+of\b|\blicen[cs]e\s*:|"
+                     r"\bcovered\s+by\b|\bsubject\s+to\s+the\b", re.IGNORECASE)
 _PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
@@ -269,8 +272,9 @@ def file_expression(text: str, index: LicenseIndex) -> tuple[str | None, str, fl
         if second and second.method in ("dice", "cover"):  # a second whole license text in the file
             stated = second.expression
             prose = _paragraphs_outside(outside, candidate_vocab(index, second.candidate))
-        else:
-            stated, _ = statement_expression(outside, index) if outside else (None, 0.0)
+        else:  # only paragraphs that state a license count (a license text mentions others in passing)
+            prose = "\n\n".join(p for p in re.split(r"\n\s*\n", outside) if _STATES.search(p))
+            stated, _ = statement_expression(prose, index) if prose else (None, 0.0)
         if stated and _BUNDLE_CUE.search(prose) and not offers_choice(prose):
             method += "+bundled-notice"  # "this product includes X under Y": recorded, not the project's license
         elif stated and _variants(stated) == _variants(expr):
