@@ -150,11 +150,14 @@ def statement_expression(text: str, index: LicenseIndex, *, short: bool = False)
     cc = [_cc_id(c) for c in creative_commons(text) if c != "CC-BY-unversioned"]  # plain CC BY: the rules decide
     if cc:  # the CC parser reads NC/SA/ND; phrase rules may stop at "Creative Commons Attribution"
         exprs = [e for e in exprs if not any(i.startswith("CC-BY") for i in ids(e))] + cc
+    toks = _id_tokens(text, index)
+    if toks:  # ids written as ids are exact; phrase rules read `GPL-2.0-only` as "GPL" (any version)
+        fams = {_family(t) for t in toks}
+        exprs = [e for e in exprs if not all(_family(i) in fams for i in ids(e))] + toks
     if _COMMERCIAL.search(text):  # "... or, alternatively, under a commercial license"
         exprs.append(COMMERCIAL)
-    if not exprs and short:  # `MIT`, `BSD-3-Clause`: ids written as ids
-        exprs = _id_tokens(text, index)
-        found = [(0, len(exprs), e) for e in exprs]
+    if toks and not found:
+        found = [(0, len(toks), t) for t in toks]
     if not exprs:
         return None, 0.0
     covered = sum(e - s for s, e, _ in found) + 3 * len(cc)
@@ -173,8 +176,14 @@ def _id_tokens(text: str, index: LicenseIndex) -> list[str]:
         canon = index.spdx_ids.get(tok.lower())
         if canon and canon.lower() == tok.lower() and (tok.isupper() or any(c.isdigit() or c == "-" for c in tok)
                                                       or tok in _ID_WORDS) and len(tok) >= 3:
-            out.append(normalize(canon))
+            norm = normalize(canon)
+            if norm.lower() in (tok.lower(), tok.lower() + "-only"):  # not aliases: bare `GPL` means no version
+                out.append(norm)
     return list(dict.fromkeys(out))
+
+
+def _family(spdx_id: str) -> str:
+    return re.sub(r"-?v?\d[\d.]*(?:-.*)?$|-(?:only|or-later)$", "", spdx_id)
 
 
 def readme_statement(section: str, index: LicenseIndex) -> tuple[str | None, float]:
@@ -441,7 +450,11 @@ def _decide(evidence: list[Evidence], headers: Counter) -> tuple[str | None, str
             return stated, f"{how}, consistent with the license files", declared + own
         return files, f"license files, consistent with {how}", own + declared
     if _covers(files, stated):
-        return files, f"license files name more than {how}", own + declared
+        # the declaration picks among the files' alternatives; what a file adds as a condition
+        # (`MIT AND CC-BY-NC-4.0` in one file, restrictive markers) still applies
+        conditions = [e.expression for e in own if e.expression != UNKNOWN and
+                      (" AND " in e.expression or any(i.startswith(MARKER_PREFIX) for i in ids(e.expression)))]
+        return join([stated] + conditions, "AND"), f"{how}, among the license files' alternatives", declared + own
     both = join([files, stated], "AND")
     if not is_allowed(both, PERMISSIVE) and (is_allowed(files, PERMISSIVE) or is_allowed(stated, PERMISSIVE)):
         both = join([both, AMBIGUOUS], "AND")

@@ -76,6 +76,22 @@ def cases() -> list[Case]:
         {"LICENSE": mit, "README.md": "# tool\n\n## License\n\nThis project is licensed under the MIT License - see "
                                       "[LICENSE](LICENSE).\n\nIt calls `ffmpeg`, which is licensed under the GNU "
                                       "General Public License version 2, as a separate program.\n"}, "MIT", True)
+    add("readme-link-id", "readme", {"README.md": "# x\n\n## License\n\n[MIT](LICENSE) © Jane Doe\n"}, "MIT", True)
+    add("apache-notice-file", "notice", {"LICENSE": "Copyright 2020 Example Inc.\n\nLicensed under the Apache License, "
+                                         "Version 2.0 (the \"License\");\nyou may not use this file except in "
+                                         "compliance with the License.\nYou may obtain a copy of the License at\n\n"
+                                         "    http://www.apache.org/licenses/LICENSE-2.0\n\nUnless required by "
+                                         "applicable law or agreed to in writing, software\ndistributed under the "
+                                         "License is distributed on an \"AS IS\" BASIS,\nWITHOUT WARRANTIES OR "
+                                         "CONDITIONS OF ANY KIND, either express or implied.\nSee the License for the "
+                                         "specific language governing permissions and\nlimitations under the License.\n"},
+        "Apache-2.0", True)
+    add("lgpl3-beside-gpl3", "and-in-file", {"COPYING": gpl3, "COPYING.LESSER": text("lgpl-3.0")}, "LGPL-3.0-only", False)
+    add("cargo-workspace", "metadata", {"Cargo.toml": '[workspace]\nmembers = ["a"]\n\n[workspace.package]\nlicense = '
+                                                      '"Apache-2.0 OR MIT"\n', "LICENSE-MIT": mit,
+                                        "LICENSE-APACHE": apache}, "Apache-2.0 OR MIT", True)
+    add("setup-py-bsd-word", "metadata", {"setup.py": "setup(name='x', license='BSD')\n", "LICENSE": text("bsd-new")},
+        "BSD-3-Clause", True)
     add("two-texts-no-statement", "and-in-file", {"LICENSE": mit + "\n\n" + text("bsd-new")},
         "MIT AND BSD-3-Clause", True)
     add("two-texts-gpl-and-mit", "and-in-file", {"LICENSE": mit + "\n\n" + gpl3}, "MIT AND GPL-3.0-only", False)
@@ -132,6 +148,13 @@ def cases() -> list[Case]:
     add("r-description-gpl", "metadata", {"DESCRIPTION": "Package: x\nLicense: GPL-3\n"}, "GPL-3.0-only", False)
     add("metadata-agrees-bsd", "metadata", {"LICENSE": text("bsd-new"), "setup.cfg": "[metadata]\nclassifiers =\n"
                                             "    License :: OSI Approved :: BSD License\n"}, "BSD-3-Clause", True)
+    add("readme-picks-gpl", "readme", {"COPYING": gpl2, "LICENSE-MIT": mit, "README.md": "# x\n\n## License\n\nThis "
+                                       "program is licensed under the GPL-2.0-only license.\n"},
+        "GPL-2.0-only", False)
+    add("package-json-mit-beside-nc-content", "scoped", {"package.json": _pkg(license="MIT"), "LICENSE.md": "The code is "
+                                                         "licensed under the MIT license:\n\n" + mit + "\n\nThe tutorial "
+                                                         "texts are licensed under CC BY-NC-SA 4.0.\n"},
+        "MIT AND CC-BY-NC-SA-4.0", False)
     add("npm-isc-beside-mit-file", "metadata", {"LICENSE": mit, "package.json": _pkg(license="ISC")}, "MIT AND ISC",
         True)
     add("metadata-contradicts", "ambiguous", {"COPYING": gpl3, "package.json": _pkg(license="MIT")},

@@ -119,3 +119,11 @@ def test_stage_drops_ambiguous_with_its_own_reason_and_reader_records_evidence(t
     det = _detect(CASES["license-weights"].files)
     line = det.explain()
     assert line.startswith("license files") and "LICENSE*=MIT (own" in line and "LICENSE_weights=CC-BY-NC-4.0 (artifact" in line
+
+
+def test_declaration_picks_among_file_alternatives_but_file_conditions_stay():
+    assert _check("readme-picks-gpl").expression == "GPL-2.0-only"  # README narrows COPYING OR LICENSE-MIT
+    assert same_expression(_check("package-json-mit-beside-nc-content").expression, "MIT AND CC-BY-NC-SA-4.0")
+    assert _check("apache-with-bundled-notices").expression == "Apache-2.0"  # notices inside LICENSE recorded
+    assert same_expression(_check("two-texts-no-statement").expression, "MIT AND BSD-3-Clause")
+    assert _check("readme-names-a-dependency").expression == "MIT"
