@@ -65,6 +65,8 @@ COMMERCIAL = "LicenseRef-scancode-commercial-license"
 _STATES = re.compile(r"\b(?:licen[cs]ed|available|released|distributed|offered|published|provided)\s+(?:\w+\s+){0,3}?"
                      r"(?:under|as)\b|\bdual[\s-]*licen[cs]|\bunder\s+the\s+terms\s+of\b|\blicen[cs]e\s*:|"
                      r"\bcovered\s+by\b|\bsubject\s+to\s+the\b", re.IGNORECASE)
+_LICENSE_WORDS = re.compile(r"licen[cs]|permi[st]|warrant|redistribut|\bgrant|\brights\b|\bterms\b|copyleft|"
+                            r"public\s+domain|\bmay\s+(?:not\s+)?(?:use|copy|modify)", re.IGNORECASE)
 _PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
@@ -303,8 +305,8 @@ def file_expression(text: str, index: LicenseIndex) -> tuple[str | None, str, fl
     restricted = _with_restrictions(UNKNOWN, text, None, index)
     if restricted != UNKNOWN:
         return restricted, "terms", 1.0
-    if not words(text):
-        return None, "notice", 0.0  # only copyright lines: a notice, not a license
+    if not words(text) or not _LICENSE_WORDS.search(text):
+        return None, "notice", 0.0  # copyright lines, author lists: a notice, not a license
     return UNKNOWN, "unmatched", 0.0
 
 

@@ -155,6 +155,9 @@ def cases() -> list[Case]:
                                                          "licensed under the MIT license:\n\n" + mit + "\n\nThe tutorial "
                                                          "texts are licensed under CC BY-NC-SA 4.0.\n"},
         "MIT AND CC-BY-NC-SA-4.0", False)
+    add("copyright-author-list", "other-file", {"LICENSE": mit, "COPYRIGHT": "Copyright holders of this project:\n\n"
+                                                "Jane Doe <jane@example.org>\nJohn Roe <john@example.org>\n"},
+        "MIT", True)
     add("npm-isc-beside-mit-file", "metadata", {"LICENSE": mit, "package.json": _pkg(license="ISC")}, "MIT AND ISC",
         True)
     add("metadata-contradicts", "ambiguous", {"COPYING": gpl3, "package.json": _pkg(license="MIT")},
