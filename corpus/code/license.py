@@ -47,7 +47,7 @@ _BUNDLED = {"third", "thirdparty", "3rdparty", "vendor", "vendored", "notice", "
             "external", "bundled"}
 _ARTIFACT = {"weights", "weight", "model", "models", "data", "dataset", "datasets", "docs", "doc", "documentation",
              "content", "contents", "assets", "asset", "art", "artwork", "images", "image", "fonts", "font", "media",
-             "audio", "sounds", "music", "icons", "samples", "checkpoints", "book", "text"}
+             "audio", "sounds", "music", "icons", "samples", "checkpoints", "book"}
 _OTHER = {"exclude", "excludes", "ignore", "template", "check", "list"}
 _BUNDLED_DIRS = {"vendor", "third_party", "third-party", "thirdparty", "3rdparty", "node_modules", "external", "deps"}
 _FAMILY = {"BSD": r"^(0?BSD-|BSD$)", "GPL": r"^GPL-", "LGPL": r"^LGPL-", "AFL": r"^AFL-",
@@ -334,7 +334,9 @@ def _declared_expression(declared: list[Evidence]) -> tuple[str | None, str]:
     uniq = list(dict.fromkeys(normalize(e) for e in exprs))
     best = max(uniq, key=lambda e: (len(_real_ids(e)), -len(_families(e))))
     if all(_covers(best, e) for e in uniq):
-        return best, "declared"
+        terms = [i for e in uniq for i in sorted(ids(e)) if i.startswith(MARKER_PREFIX) and "family-" not in i
+                 and i not in ids(best)]  # a restriction said in one place holds whatever the others say
+        return (join([best] + terms, "AND") if terms else best), "declared"
     both = join(uniq, "AND")  # metadata and README disagree: all of them apply
     return (both if is_allowed(both, PERMISSIVE) else join([both, AMBIGUOUS], "AND")), "declared-conflict"
 

@@ -158,6 +158,9 @@ def cases() -> list[Case]:
     add("copyright-author-list", "other-file", {"LICENSE": mit, "COPYRIGHT": "Copyright holders of this project:\n\n"
                                                 "Jane Doe <jane@example.org>\nJohn Roe <john@example.org>\n"},
         "MIT", True)
+    add("readme-nc-beside-metadata-mit", "non-commercial",
+        {"package.json": _pkg(license="MIT"), "README.md": "# x\n\n## License\n\nMIT, for non-commercial use only.\n"},
+        f"MIT AND {NC}", False)
     add("npm-isc-beside-mit-file", "metadata", {"LICENSE": mit, "package.json": _pkg(license="ISC")}, "MIT AND ISC",
         True)
     add("metadata-contradicts", "ambiguous", {"COPYING": gpl3, "package.json": _pkg(license="MIT")},
