@@ -398,7 +398,7 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
             evidence.append(Evidence(path, expr, method, score, role))
     meta, problems = read_metadata(paths, read)
     evidence += _metadata_evidence(meta, index)
-    evidence += [Evidence(p.split(":")[0], UNKNOWN, "unparseable", 0.0, "other") for p in problems]
+    evidence += [Evidence(path, UNKNOWN, f"unparseable: {why}", 0.0, "other") for path, why in problems]
     for path in filter(lambda p: _README.match(p), paths):
         section = readme_license_section(read(path))
         stated, cover = readme_statement(section, index) if section else (None, 0.0)

@@ -38,14 +38,14 @@ def is_metadata_file(path: str) -> bool:
     return "/" not in path and (path in META_FILES or path.endswith(".gemspec"))
 
 
-def read_metadata(paths: Iterable[str], read: Callable[[str], str]) -> tuple[list[Declared], list[str]]:
-    """Declared licenses in the root metadata files, and problems (`pom.xml: not XML (...)`)."""
+def read_metadata(paths: Iterable[str], read: Callable[[str], str]) -> tuple[list[Declared], list[tuple[str, str]]]:
+    """Declared licenses in the root metadata files, and (path, reason) for files that do not parse."""
     out, problems = [], []
     for path in sorted(p for p in paths if is_metadata_file(p)):
         try:
             out.extend(_one(path, read(path)))
-        except (ValueError, tomllib.TOMLDecodeError, ET.ParseError, configparser.Error, TypeError) as exc:
-            problems.append(f"{path}: not parseable ({type(exc).__name__}: {str(exc)[:80]})")
+        except (ValueError, SyntaxError, configparser.Error, TypeError, AttributeError) as exc:  # untrusted files
+            problems.append((path, f"{type(exc).__name__}: {str(exc)[:80]}"))
     return [d for d in out if d.values], problems
 
 

@@ -127,3 +127,13 @@ def test_declaration_picks_among_file_alternatives_but_file_conditions_stay():
     assert _check("apache-with-bundled-notices").expression == "Apache-2.0"  # notices inside LICENSE recorded
     assert same_expression(_check("two-texts-no-statement").expression, "MIT AND BSD-3-Clause")
     assert _check("readme-names-a-dependency").expression == "MIT"
+
+
+def test_broken_metadata_is_recorded_with_its_reason_and_the_files_decide():
+    files = {"LICENSE": text("isc"), "package.json": "{\"license\": \"MIT\",", "pyproject.toml": "project = 'x'\n",
+             "pom.xml": "<project><licenses>"}
+    det = _detect(files)
+    assert det.expression == "ISC"
+    broken = sorted(e.path for e in det.evidence if e.method.startswith("unparseable: "))
+    assert broken == ["package.json", "pom.xml", "pyproject.toml"]
+    assert "package.json=unknown (other, unparseable: JSONDecodeError" in det.explain()
