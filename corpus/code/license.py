@@ -67,6 +67,10 @@ _STATES = re.compile(r"\b(?:licen[cs]ed|available|released|distributed|offered|p
                      r"\bcovered\s+by\b|\bsubject\s+to\s+the\b", re.IGNORECASE)
 _LICENSE_WORDS = re.compile(r"licen[cs]|permi[st]|warrant|redistribut|\bgrant|\brights\b|\bterms\b|copyleft|"
                             r"public\s+domain|\bmay\s+(?:not\s+)?(?:use|copy|modify)", re.IGNORECASE)
+# names metadata uses that are neither SPDX ids nor LicenseDB phrases
+_ALIASES = {"cc0": "CC0-1.0", "cc0 1.0": "CC0-1.0", "public domain": MARKER_PREFIX + "family-public-domain",
+            "bsd": MARKER_PREFIX + "family-BSD", "gpl": MARKER_PREFIX + "family-GPL",
+            "lgpl": MARKER_PREFIX + "family-LGPL"}
 _PATENTS = re.compile(r"^patents", re.IGNORECASE)
 STATEMENT_CHARS = 2000  # of a README license section
 
@@ -218,9 +222,14 @@ def name_expression(value: str, index: LicenseIndex | None = None) -> str:
         return UNKNOWN
     if value.upper() == "UNLICENSED" or value.lower() in ("proprietary", "commercial", "all rights reserved"):
         return PROPRIETARY
+    alias = _ALIASES.get(re.sub(r"[\s_-]+", " ", value.lower()).removeprefix("the ").removesuffix(" license"))
+    if alias:
+        return alias
     cc = creative_commons(value)
     if parse_ok(value) and not known_ids(value) and not (cc and not value.upper().startswith("CC")):
         return normalize(value)
+    if "/" in value and "://" not in value:  # `MIT/Apache-2.0`, `Dual MIT/GPL`: alternatives
+        value = value.replace("/", " or ")
     index = index or load_index()
     expr, _ = statement_expression(value, index, short=True)
     expr = _with_restrictions(expr or UNKNOWN, value, None, index)
@@ -447,6 +456,8 @@ def _decide(evidence: list[Evidence], headers: Counter) -> tuple[str | None, str
     if stated is None:
         return files, "license files" + (" (alternatives)" if len(own) > 1 else ""), own
     if files is None or files == UNKNOWN:
+        if _families(stated) and not is_allowed(stated, PERMISSIVE):  # "BSD", "GPL": which one?
+            stated = join([stated, AMBIGUOUS], "AND")
         return stated, f"{how} (no readable license file)", declared
     clean = not any(i.startswith(MARKER_PREFIX) for i in ids(files))
     if _covers(stated, files):

@@ -161,6 +161,9 @@ def cases() -> list[Case]:
     add("readme-nc-beside-metadata-mit", "non-commercial",
         {"package.json": _pkg(license="MIT"), "README.md": "# x\n\n## License\n\nMIT, for non-commercial use only.\n"},
         "MIT AND LicenseRef-scancode-proprietary-license", False)  # LicenseDB's key for "non-commercial use only"
+    add("setup-py-bsd-only", "ambiguous", {"setup.py": "setup(name='x', license='BSD')\n"},
+        f"LicenseRef-cidermill-family-BSD AND {AMB}", False)  # BSD-2/3 keep, BSD-4 does not: which one?
+    add("package-json-cc0", "metadata", {"package.json": _pkg(license="CC0")}, "CC0-1.0", True)
     add("npm-isc-beside-mit-file", "metadata", {"LICENSE": mit, "package.json": _pkg(license="ISC")}, "MIT AND ISC",
         True)
     add("metadata-contradicts", "ambiguous", {"COPYING": gpl3, "package.json": _pkg(license="MIT")},
