@@ -4,7 +4,8 @@ Parsing and rendering go through `license-expression` (the SPDX expression gramm
 key index: `gpl-2.0+` -> `GPL-2.0-or-later`, `mit` -> `MIT`, `WITH` exceptions). Semantics:
 - `A OR B`: the user may choose; the code is usable when *some* alternative is usable;
 - `A AND B`: both apply; usable only when each is;
-- `A WITH E`: license A with an exception (exceptions grant extra permissions), decided by A.
+- `A WITH E`: license A with an SPDX exception (those grant extra permissions), decided by A; a
+  LicenseDB `LicenseRef-` "exception" (the Commons Clause is filed as one) is not trusted.
 
 Markers the detector adds as conjuncts (never in an allow list, so they make the alternative they
 sit in unusable): restrictive terms found in a license text (`LicenseRef-cidermill-non-commercial`,
@@ -98,8 +99,8 @@ def is_allowed(expr: str, allow: list[str]) -> bool:
     lic = licensing()
 
     def ok(n) -> bool:
-        if isinstance(n, LicenseWithExceptionSymbol):
-            return ok(n.license_symbol)
+        if isinstance(n, LicenseWithExceptionSymbol):  # SPDX exceptions grant more; LicenseDB also files
+            return ok(n.license_symbol) and not n.exception_symbol.key.startswith("LicenseRef-")  # Commons Clause
         if isinstance(n, LicenseSymbol):
             key = n.key
             return not key.startswith(MARKER_PREFIX) and any(fnmatch.fnmatchcase(key, p) for p in allow)

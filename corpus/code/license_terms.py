@@ -33,6 +33,7 @@ _TERMS = [
         r"(?:strictly\s+|expressly\s+)?(?:not\s+(?:permitted|allowed)|prohibited|forbidden)",
         r"\b(?:may|must|shall)\s+not\s+(?:be\s+)?(?:sell|sold|resell|resold|used?\s+commercially)\b",
         r"\bno\s+commercial\s+(?:use|usage|purposes?)\b",
+        r"\bdoes\s+not\s+grant\s+(?:to\s+)?you,?\s+the\s+right\s+to\s+sell\b",  # Commons Clause
         r"\bcc[\s-]+by[\s-]+nc\b",
     ]),
     (NO_DERIVATIVES, [

@@ -193,6 +193,8 @@ def cases() -> list[Case]:
         "PolyForm-Noncommercial-1.0.0", False)
     add("mit-plus-nc-clause", "non-commercial", {"LICENSE": mit + "\n\nThe Software may not be used for commercial "
                                                  "purposes without written permission.\n"}, f"MIT AND {NC}", False)
+    add("apache-commons-clause", "non-commercial", {"LICENSE": text("commons-clause") + "\n\n" + apache},
+        "Apache-2.0 AND LicenseRef-scancode-commons-clause", False)
     add("mit-or-polyform-nc", "non-commercial", {"LICENSE-MIT": mit, "LICENSE-NONCOMMERCIAL": text(
         "polyform-noncommercial-1.0.0")}, "MIT OR PolyForm-Noncommercial-1.0.0", True)
     add("all-rights-reserved", "reserved", {"LICENSE": "Copyright (c) 2022 Acme Corporation.\nAll rights reserved.\n",

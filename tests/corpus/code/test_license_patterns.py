@@ -137,3 +137,11 @@ def test_broken_metadata_is_recorded_with_its_reason_and_the_files_decide():
     broken = sorted(e.path for e in det.evidence if e.method.startswith("unparseable: "))
     assert broken == ["package.json", "pom.xml", "pyproject.toml"]
     assert "package.json=unknown (other, unparseable: JSONDecodeError" in det.explain()
+
+
+def test_commons_clause_is_a_restriction_not_an_exception():
+    assert same_expression(_check("apache-commons-clause").expression,
+                           "Apache-2.0 AND LicenseRef-scancode-commons-clause")
+    assert not is_allowed("Apache-2.0 WITH LicenseRef-scancode-commons-clause", PERMISSIVE)
+    assert is_allowed("Apache-2.0 WITH LLVM-exception", PERMISSIVE)
+    assert restrictive_terms(text("commons-clause")) == ["LicenseRef-cidermill-non-commercial"]
