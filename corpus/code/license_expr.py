@@ -22,6 +22,10 @@ UNKNOWN = "unknown"
 AMBIGUOUS = "LicenseRef-cidermill-ambiguous"
 MARKER_PREFIX = "LicenseRef-cidermill-"
 
+# Ids a glob like `BSD-3-Clause-*` would catch but whose text limits the field of use: only allowed
+# when listed by name.
+_FIELD_OF_USE_IDS = re.compile(r"^BSD-3-Clause-No-(?:Military-License|Nuclear-License)")
+
 # The report's permissive set (MIT, Apache, BSD, CC0, CC-BY, Unlicense, ISC, Artistic) as SPDX globs.
 PERMISSIVE = ["MIT", "MIT-0", "Apache-1.0", "Apache-1.1", "Apache-2.0", "BSD-1-Clause", "BSD-2-Clause",
               "BSD-2-Clause-*", "BSD-3-Clause", "BSD-3-Clause-*", "0BSD", "CC0-1.0", "CC-BY-[0-9]*",
@@ -103,7 +107,11 @@ def is_allowed(expr: str, allow: list[str]) -> bool:
             return ok(n.license_symbol) and not n.exception_symbol.key.startswith("LicenseRef-")  # Commons Clause
         if isinstance(n, LicenseSymbol):
             key = n.key
-            return not key.startswith(MARKER_PREFIX) and any(fnmatch.fnmatchcase(key, p) for p in allow)
+            if key.startswith(MARKER_PREFIX):
+                return False
+            if key in allow:
+                return True
+            return not _FIELD_OF_USE_IDS.match(key) and any(fnmatch.fnmatchcase(key, p) for p in allow)
         if isinstance(n, lic.OR):
             return any(ok(a) for a in n.args)
         if isinstance(n, lic.AND):

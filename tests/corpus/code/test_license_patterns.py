@@ -145,3 +145,10 @@ def test_commons_clause_is_a_restriction_not_an_exception():
     assert not is_allowed("Apache-2.0 WITH LicenseRef-scancode-commons-clause", PERMISSIVE)
     assert is_allowed("Apache-2.0 WITH LLVM-exception", PERMISSIVE)
     assert restrictive_terms(text("commons-clause")) == ["LicenseRef-cidermill-non-commercial"]
+
+
+def test_globs_do_not_let_field_of_use_variants_through():
+    assert is_allowed("BSD-3-Clause-Clear", PERMISSIVE)
+    assert not is_allowed("BSD-3-Clause-No-Military-License", PERMISSIVE)
+    assert not is_allowed("BSD-3-Clause-No-Nuclear-License-2014", PERMISSIVE)
+    assert is_allowed("BSD-3-Clause-No-Military-License", ["BSD-3-Clause-No-Military-License"])  # by name only
