@@ -1,4 +1,5 @@
-"""License detection: files/s and accuracy, ours vs askalono (pyaskalono) vs a plain keyword-regex baseline.
+"""License detection: files/s and accuracy, ours vs askalono (pyaskalono) vs a plain keyword-regex baseline;
+then whole repositories per second, ours (detect_repository) vs askalono file by file.
 
 Same data for all: the license files of the licensee fixtures (file-level: each file's expected
 key is its fixture's, files of multi-license fixtures are skipped). askalono's Python binding
@@ -55,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     root = shared_data("licenses")
     start = time.perf_counter()
-    index = load_index(root)
+    index = load_index()
     print(f"index load: {time.perf_counter() - start:.2f} s (first build ~25 s, then cached)")
     files = []
     for _, fx_files, want in licensee_fixtures(root):
@@ -92,6 +93,26 @@ def main() -> None:
         run("cidermill on that subset", lambda t: to_key(getattr(match_text(t, index=index), "expression", None)),
             subset, args.repeat)
     print(f"ratio ours/regex: {ours / base:.2f}x" + (f"   ours/askalono: {ours / peer:.1f}x" if peer else ""))
+    if peer:
+        repo_level(root, args.peer_files)
+
+
+def repo_level(root, n_repos: int) -> None:
+    """Whole repositories (the licensee fixtures): our detector (files, metadata, README, combination)
+    vs askalono on each root license file, AND-ed (evals/data/license.py); same repositories for both."""
+    from evals.data.license import askalono_expression, detect
+
+    repos = [files for _, files, _ in licensee_fixtures(root)][: max(n_repos, 1)]
+    start = time.perf_counter()
+    for files in repos:
+        detect(files)
+    ours = len(repos) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for files in repos:
+        askalono_expression(files)
+    peer = len(repos) / (time.perf_counter() - start)
+    print(f"repositories: cidermill {ours:.1f} repos/s, askalono {peer:.1f} repos/s on {len(repos)} repos; "
+          f"ours/askalono: {ours / peer:.1f}x")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ class Match:
     expression: str  # SPDX expression
     method: str  # dice | cover | phrase | spdx_tag
     score: float  # dice / coverage / share of words covered by phrases
+    candidate: int = -1  # the matched full text (dice/cover), for its vocabulary
 
 
 def _matrix(index: LicenseIndex):
@@ -75,15 +76,28 @@ def dice_match(index: LicenseIndex, ws: list[str], title: list[str] = ()) -> Mat
     dice[order[lo:hi]] = 2.0 * _rows(matrix, lo, hi).dot(query) / (n_q + sizes[lo:hi])
     best = _pick(index, dice, DICE_MIN, title)
     if best is not None:
-        return Match(index.full_exprs[best], "dice", float(dice[best]))
+        return Match(index.full_exprs[best], "dice", float(dice[best]), best)
     # a file holding a whole license text plus more (appended notices): coverage of the license
     inter = np.zeros(len(order))
     inter[order] = matrix @ query
     cover = np.where(index.full_sizes >= 40, inter / index.full_sizes, 0.0)
     best = _pick(index, cover, COVER_MIN, title)
     if best is not None:
-        return Match(index.full_exprs[best], "cover", float(cover[best]))
+        return Match(index.full_exprs[best], "cover", float(cover[best]), best)
     return None
+
+
+def candidate_vocab(index: LicenseIndex, cand: int) -> set[str]:
+    """The distinct words of one indexed full text."""
+    order, _, matrix = _matrix(index)
+    row = int(np.flatnonzero(order == cand)[0])
+    inv = _VOCAB_LISTS.get(id(index))
+    if inv is None:
+        inv = _VOCAB_LISTS[id(index)] = [w for w, _ in sorted(index.vocab.items(), key=lambda kv: kv[1])]
+    return {inv[i] for i in matrix.indices[matrix.indptr[row]:matrix.indptr[row + 1]]}
+
+
+_VOCAB_LISTS: dict[int, list[str]] = {}
 
 
 def _pick(index: LicenseIndex, score: np.ndarray, minimum: float, title: list[str]) -> int | None:

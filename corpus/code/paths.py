@@ -1,7 +1,7 @@
 """Where the shared reference data and the project's caches live.
 
-The shared data (license texts, math symbol tables) sits beside the clone at `../shared/data`;
-CIDERMILL_SHARED_DATA overrides it. Generated indexes go to CIDERMILL_CACHE (default
+The shared data sits beside the clone at `../shared/data` (CIDERMILL_SHARED_DATA overrides it); the
+license matcher does not use it (its data is the `licensedcode-data` package, see license_index.py). Generated indexes go to CIDERMILL_CACHE (default
 ~/.cache/cidermill), keyed by a hash of their inputs so a changed input rebuilds them.
 """
 

@@ -9,7 +9,8 @@ Two kinds of input (`format: repos`):
   own license files among them, unless `license_field` names a column that already holds it.
 
 Rows: id, source (`repo:path`), text, repository, path, language (null for non-code files),
-license (an SPDX expression, or `unknown`), license_method (how it was found).
+license (an SPDX expression, or `unknown`), license_method (how it was found), license_evidence (which
+evidence decided and how, and what else was recorded: `corpus.code.license.Detection.explain`).
 Binary, oversized and undecodable files are reported as record errors (`binary`, `too_large`,
 `invalid_utf8`), so they are counted, not lost silently.
 """
@@ -35,7 +36,8 @@ from .jsonl import open_decompressed
 
 SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("text", pa.string()),
                     ("repository", pa.string()), ("path", pa.string()), ("language", pa.string()),
-                    ("license", pa.string()), ("license_method", pa.string())])
+                    ("license", pa.string()), ("license_method", pa.string()),
+                    ("license_evidence", pa.string())])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,24 +178,25 @@ class ReposReader(Reader):
             except UnicodeDecodeError as exc:
                 on_record_error(RecordError(uri, f"{name}:{path}", f"invalid_utf8: byte {exc.start}"))
         languages = {p: language_of(p, t[:512]) for p, t in texts.items()}
-        license, method = ("unknown", "given") if given is not None else self._license(texts, languages)
+        license, method, explained = (("unknown", "given", "given by the input table") if given is not None
+                                      else self._license(texts, languages))
         rows = []
         for path, text in texts.items():
             lic = given.get(path, "unknown") if given is not None else license
             rows.append({"id": stable_id(f"{name}:{path}", 0), "source": f"{name}:{path}", "text": text,
                          "repository": name, "path": path, "language": languages[path], "license": lic,
-                         "license_method": method})
+                         "license_method": method, "license_evidence": explained})
         return rows
 
-    def _license(self, texts: dict[str, str], languages: dict[str, str | None]) -> tuple[str, str]:
+    def _license(self, texts: dict[str, str], languages: dict[str, str | None]) -> tuple[str, str, str]:
         if not self.config.detect_license:
-            return "unknown", "off"
+            return "unknown", "off", "detection off"
         from corpus.code.license import detect_repository
 
         sources = [p for p in sorted(texts) if languages[p]][: self.config.max_header_files]
         det = detect_repository(list(texts), texts.__getitem__, source_paths=sources)
-        methods = sorted({e.method for e in det.evidence if e.expression == det.expression} or {det.status})
-        return det.expression, "+".join(methods)
+        methods = sorted({e.method for e in det.evidence if e.decided} or {det.status})
+        return det.expression, "+".join(methods), det.explain()
 
 
 class _TooLarge(Exception):

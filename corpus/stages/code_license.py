@@ -1,8 +1,10 @@
 """License and language filters for code (and for any dataset with a license column).
 
 - `code_license_v1`: keeps rows whose `license` (an SPDX expression, from the repos reader or a
-  dataset's own column) is in the permissive set; drops the rest with `license:<expression>`
-  (`license:unknown` when none was found). OR needs one allowed branch, AND needs all.
+  dataset's own column) has some alternative fully inside the permissive set (OR: one branch,
+  AND: every part, `X WITH exception`: X); drops the rest with `license:<expression>`
+  (`license:unknown` when none was found, `license:ambiguous` when the detector marked its
+  evidence as unresolved, e.g. a license file it cannot read or metadata contradicting the files).
 - `license_select_v1`: the same decision for public/licensed datasets whose license column holds
   ids in any case (`cc-by-4.0`), lists, or names in words ("Creative Commons Attribution 3.0
   Unported License"): values become SPDX expressions first (ids directly, names through the
@@ -12,7 +14,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 from manifests.errors import ConfigError
 
 from ..code.language import language_of
-from ..code.license import PERMISSIVE, UNKNOWN, is_allowed
+from ..code.license import AMBIGUOUS, PERMISSIVE, UNKNOWN, is_allowed
 from ..config import require
 from ..registry import register
 from ..stage import Filter
@@ -55,7 +56,8 @@ def _reasons(values: list, allow: list[str], canon) -> pa.Array:
         key = tuple(v) if isinstance(v, list) else v
         if key not in cache:
             expr = canon(v)
-            cache[key] = None if is_allowed(expr, allow) else f"license:{expr}"
+            cache[key] = (None if is_allowed(expr, allow) else
+                          "license:ambiguous" if AMBIGUOUS in expr else f"license:{expr}")
         out.append(cache[key])
     return pa.array(out, pa.string())
 
@@ -72,6 +74,10 @@ class CodeLicense(Filter):
         return _reasons(values, self.config.allow, lambda v: v if isinstance(v, str) and v.strip() else UNKNOWN)
 
 
+def _group(v: str) -> str:
+    return f"({v})" if " " in v.strip() else v
+
+
 @register
 class LicenseSelect(Filter):
     """For public/licensed datasets: canonicalise the license column (case, `+`, lists) then select."""
@@ -80,25 +86,16 @@ class LicenseSelect(Filter):
     Config = LicenseFilterConfig
 
     def reasons(self, table: pa.Table) -> pa.Array:
-        from ..code.license_index import load_index
-        from ..code.license_match import canonical_expression, match_text
+        from ..code.license import name_expression
 
         values = _license_column(table, self.config.field, self.name)
-        index = None
 
         def canon(v) -> str:
-            nonlocal index
             if isinstance(v, list):
-                v = " OR ".join(str(x) for x in v if x)
+                v = " OR ".join(_group(str(x)) for x in v if x)
             if not isinstance(v, str) or not v.strip():
                 return UNKNOWN
-            index = index or load_index()
-            expr = canonical_expression(index, v)
-            ids = [t for t in re.findall(r"[A-Za-z0-9][A-Za-z0-9.+\-_]*", expr) if t not in ("AND", "OR", "WITH")]
-            if all(i.lower() in index.spdx_ids for i in ids):
-                return expr
-            found = match_text(v, index=index)  # a license name in words: `CC BY-NC-SA 4.0 International`
-            return found.expression if found else UNKNOWN
+            return name_expression(v)  # SPDX ids in any case, names in words, CC NC/SA/ND parsed
 
         return _reasons(values, self.config.allow, canon)
 
