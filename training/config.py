@@ -45,6 +45,7 @@ class DistillConfig:
     teacher: str | None = None  # checkpoint directory of the teacher (online top-1)
     teacher_top1: str | None = None  # or precomputed top-1 ids (prefix written by `distill.precompute_top1`)
     teacher_weight: float = 0.9  # weight of the teacher's top-1 label in the target
+    teacher_shape: str | None = None  # for `train plan` before the teacher checkpoint exists (else its manifest)
 
     def __post_init__(self):
         if bool(self.teacher) == bool(self.teacher_top1):

@@ -24,7 +24,12 @@ from . import cpu_shim
 class ParallelConfig:
     tensor_parallel: int = 1
     pipeline_parallel: int = 1  # kept at 1: the loop runs no pipeline schedule
-    precision: str = "fp32"  # "bf16" autocasts matmuls on GPU; master weights and optimizer state stay fp32
+    # "bf16": megatron's native bf16 path on GPU (bf16 weights in Float16Module, fp32 grad buffer, fp32 main
+    # weights in the optimizer); on CPU it is ignored (fp32)
+    precision: str = "fp32"
+    distributed_optimizer: bool = False  # GPU: megatron's DistributedOptimizer shards optimizer state over DP
+    recompute: str = "none"  # activation recomputation: none | selective (core attention) | full (each layer)
+    gpu_memory: str | None = None  # per-GPU budget `train` checks the memory plan against (default: the device's)
     # "local": megatron-core's own modules (CPU and GPU; attention materialises [B,heads,S,S]);
     # "transformer_engine": TE's fused modules and flash attention, needed for long sequences on GPU.
     # Keep one choice for a whole chain of stages: the two name their weights differently.
@@ -37,6 +42,12 @@ class ParallelConfig:
             raise ConfigError("parallel.pipeline_parallel must be 1: this trainer has no pipeline schedule yet")
         if self.precision not in ("fp32", "bf16"):
             raise ConfigError(f"parallel.precision must be 'fp32' or 'bf16'; got {self.precision!r}")
+        if self.recompute not in ("none", "selective", "full"):
+            raise ConfigError(f"parallel.recompute must be 'none', 'selective' or 'full'; got {self.recompute!r}")
+        if self.gpu_memory is not None:
+            from .memory import parse_bytes
+
+            parse_bytes(self.gpu_memory)
         if self.kernels not in ("local", "transformer_engine"):
             raise ConfigError(f"parallel.kernels must be 'local' or 'transformer_engine'; got {self.kernels!r}")
 

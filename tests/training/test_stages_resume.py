@@ -19,9 +19,9 @@ def test_three_stages_from_mixtures_with_falling_loss(byte_root, tmp_path):
     configs = [
         tiny_cfg(byte_root, tmp_path / "core", name="core", mixture="tiny-core", steps=60),
         tiny_cfg(byte_root, tmp_path / "continued", name="continued", mixture="tiny-continued", stage="continued",
-                 steps=15, batch=8, lr=0.1),
+                 steps=15, batch=8, lr=0.01),
         tiny_cfg(byte_root, tmp_path / "context", name="context", mixture="tiny-context",
-                 stage="context-lengthening", steps=15, batch=4, lr=0.1, rotary_base=6_315_089),
+                 stage="context-lengthening", steps=15, batch=4, lr=0.01, rotary_base=6_315_089),
     ]
     core, continued, context = run_stages(configs, log=quiet)
     first, last = sum(core.losses[:5]) / 5, sum(core.losses[-5:]) / 5
