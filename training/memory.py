@@ -45,6 +45,10 @@ def parse_bytes(text: str | int | float) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
+def _size(n: int) -> str:
+    return f"{n / GiB:.2f} GiB" if n >= GiB // 10 else f"{n / 1024 ** 2:.2f} MiB"
+
+
 def rank_parameter_count(shape: ModelShape, tp: int) -> int:
     """Parameters held by one tensor-parallel rank: linear layers and the vocabulary split by `tp`."""
     h, hd, a, g = shape.hidden_size, shape.head_dim, shape.num_attention_heads, shape.num_query_groups
@@ -153,7 +157,7 @@ class MemoryPlan:
                 f"{self.tensor_parallel}, data-parallel {self.data_parallel}, {self.precision} weights, "
                 f"{'distributed' if self.distributed_optimizer else 'replicated'} optimizer, recompute "
                 f"{self.recompute}, {self.kernels} kernels, sequence {self.seq_length}")
-        lines = [head] + [f"  {name:42} {n / GiB:9.2f} GiB" for name, n in rows]
+        lines = [head] + [f"  {name:42} {_size(n):>12}" for name, n in rows]
         verdict = "fits" if self.fits else "does NOT fit"
         lines.append(f"  {verdict}; largest micro-batch that fits: {self.largest_micro_batch}")
         return "\n".join(lines)

@@ -124,6 +124,7 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
                           f"{cfg.micro_batch} x data-parallel size {dp_size}")
     n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
+    check_memory(cfg, seq_length=plan.seq_length, log=log)
     run_dir = Path(cfg.out_dir)
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=plan.steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
@@ -131,7 +132,7 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
 
     parallel.seed_everything(cfg.seed)
     model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
-                        kernels=cfg.parallel.kernels)
+                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute)
     if cfg.init_from:
         ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
     optimizer = build_optimizer(model, cfg.optim)
@@ -223,6 +224,28 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s, {result.skipped_steps} skipped)")
     result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
     return result
+
+
+def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
+    """Refuse to start a run that the memory plan says cannot fit: against parallel.gpu_memory when set,
+    else the GPU's own memory; nothing to check on a CPU run without a budget."""
+    import torch.distributed as dist
+
+    from .memory import parse_bytes, plan_for_config
+
+    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    if budget is None and torch.cuda.is_available():
+        budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    if budget is None:
+        return
+    gpus = dist.get_world_size() if dist.is_initialized() else 1
+    mem = plan_for_config(cfg, gpus=gpus, gpu_bytes=budget, seq_length=seq_length)
+    if not mem.fits:
+        raise ConfigError(f"{cfg.name}: the memory plan says this run does not fit; not starting.\n{mem.table()}\n"
+                          "Lower micro_batch, set parallel.recompute (selective/full), parallel.precision bf16, "
+                          "parallel.distributed_optimizer, or more tensor parallelism.")
+    log(f"[{cfg.name}] memory plan: {mem.total / 2**30:.1f} of {budget / 2**30:.1f} GiB per GPU "
+        f"(largest micro-batch {mem.largest_micro_batch})")
 
 
 def optimizer_step(model, optimizer, optim_cfg, result: TrainResult | None = None) -> bool:

@@ -122,3 +122,33 @@ def test_parse_bytes():
     assert parse_bytes("80GiB") == 80 * GiB and parse_bytes("80GB") == 80 * 10 ** 9 and parse_bytes(512) == 512
     with pytest.raises(ConfigError, match="80 gigs"):
         parse_bytes("80 gigs")
+
+
+def test_plan_cli_full_size_on_device_fits_on_8x80(capsys):
+    import json
+    from pathlib import Path
+
+    from corpus.cli import main as cidermill
+
+    config = Path(__file__).resolve().parents[2] / "configs/train/afm-on-device-core.yaml"
+    assert cidermill(["train", "plan", str(config), "--gpus", "8", "--gpu-mem", "80GiB", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["fits"] and plan["total"] <= 80 * GiB and plan["largest_micro_batch"] >= plan["micro_batch"] >= 1
+    assert plan["precision"] == "bf16" and plan["distributed_optimizer"] and plan["recompute"] == "selective"
+    assert plan["teacher"] > 12 * GiB  # the online 6.4B teacher's bf16 weights are counted
+    # the same config with fp32 weights and a replicated optimizer (the old setup) does not fit
+    assert cidermill(["train", "plan", str(config), "--gpus", "1", "--gpu-mem", "80GiB"]) == 1
+    assert "does NOT fit" in capsys.readouterr().out
+
+
+def test_train_refuses_a_run_that_does_not_fit(byte_root, tmp_path):
+    from training.trainer import train
+
+    from .helpers import quiet, tiny_cfg
+
+    cfg = tiny_cfg(byte_root, tmp_path / "big", steps=2, batch=4, parallel={"gpu_memory": "1MiB"})
+    with pytest.raises(ConfigError, match=r"does not fit; not starting(.|\n)*weights(.|\n)*activations"):
+        train(cfg, log=quiet)
+    assert not (tmp_path / "big").exists()
+    ok = train(tiny_cfg(byte_root, tmp_path / "ok", steps=1, batch=4, parallel={"gpu_memory": "8GiB"}), log=quiet)
+    assert ok.steps == 1
