@@ -34,11 +34,13 @@ class TeacherLabels:
         self.indexed = indexed
 
     @classmethod
-    def from_config(cls, cfg: DistillConfig, *, plan, global_batch: int) -> "TeacherLabels":
+    def from_config(cls, cfg: DistillConfig, *, plan, global_batch: int, bf16: bool = False) -> "TeacherLabels":
         if cfg.teacher:
             from .trainer import load_model
 
             model, _ = load_model(cfg.teacher, seq_length=plan.seq_length, parallel_output=False)
+            if bf16 and torch.cuda.is_available():  # the teacher only runs forward: bf16 weights, as planned
+                model = model.bfloat16()
             model.eval()
             for p in model.parameters():
                 p.requires_grad_(False)

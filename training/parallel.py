@@ -29,6 +29,9 @@ class ParallelConfig:
     precision: str = "fp32"
     distributed_optimizer: bool = False  # GPU: megatron's DistributedOptimizer shards optimizer state over DP
     recompute: str = "none"  # activation recomputation: none | selective (core attention) | full (each layer)
+    # bit-for-bit repeatable runs: torch deterministic algorithms, cuBLAS workspace pinned, megatron's
+    # deterministic_mode (no atomics in its kernels), NCCL ring all-reduce; slower on GPU
+    deterministic: bool = False
     gpu_memory: str | None = None  # per-GPU budget `train` checks the memory plan against (default: the device's)
     # "local": megatron-core's own modules (CPU and GPU; attention materialises [B,heads,S,S]);
     # "transformer_engine": TE's fused modules and flash attention, needed for long sequences on GPU.
@@ -62,6 +65,10 @@ def setup(parallel: ParallelConfig, *, seed: int = 1234) -> None:
     """Idempotent: (re)builds megatron's groups when the degrees change, then seeds (see seed_everything)."""
     from megatron.core import parallel_state
 
+    if parallel.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        os.environ.setdefault("NCCL_ALGO", "Ring")
+        torch.use_deterministic_algorithms(True)
     if cpu_shim.apply():
         # Tiny CPU models run fastest on one intra-op thread; with 2 threads on cores shared with other
         # processes, torch's spinning workers made a 30-step run 16x slower (measured: 1.8 s vs 29 s).

@@ -132,13 +132,23 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
 
     parallel.seed_everything(cfg.seed)
     model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
-                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute)
+                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute,
+                        bf16=dev.type == "cuda" and cfg.parallel.precision == "bf16",
+                        deterministic=cfg.parallel.deterministic)
     if cfg.init_from:
         ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
-    optimizer = build_optimizer(model, cfg.optim)
+    # GPU: megatron's native bf16 / DDP / distributed optimizer (training/gpu_optim.py, unexecuted here);
+    # CPU, or fp32 without sharding: the model as built, torch DDP and the optimizer directly
+    megatron_path = dev.type == "cuda" and (cfg.parallel.precision == "bf16" or cfg.parallel.distributed_optimizer)
+    if megatron_path:
+        from .gpu_optim import wrap_for_gpu
+
+        train_model, optimizer = wrap_for_gpu(model, cfg)
+    else:
+        train_model, optimizer = model, build_optimizer(model, cfg.optim)
     schedule = cfg.optim.schedule(plan.steps)
-    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch) \
-        if cfg.distill else None
+    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch,
+                                        bf16=cfg.parallel.precision == "bf16") if cfg.distill else None
 
     start_step = 0
     result_skipped = 0
@@ -154,15 +164,13 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         result_skipped = int(info.manifest.get("skipped_steps", 0))
         log(f"[{cfg.name}] resumed from {info.directory} at step {start_step}")
 
-    train_model = model
-    if dp_size > 1:
+    if dp_size > 1 and not megatron_path:
         from megatron.core import parallel_state
 
         train_model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[dev.index] if dev.type == "cuda" else None,
             process_group=parallel_state.get_data_parallel_group())
-    use_bf16 = cfg.parallel.precision == "bf16" and dev.type == "cuda"
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else contextlib.nullcontext
+    autocast = contextlib.nullcontext  # bf16 is native (bf16 weights), not autocast over fp32 weights
 
     result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps, skipped_steps=result_skipped)
     tokens_per_step = cfg.global_batch * plan.seq_length
@@ -251,10 +259,13 @@ def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
 def optimizer_step(model, optimizer, optim_cfg, result: TrainResult | None = None) -> bool:
     """AXLearn's skip-and-clip then the optimizer: returns False (and leaves parameters and optimizer state
     untouched) when the global gradient norm is not finite or is >= drop_norm. Shared by every recipe."""
-    norm, keep = skip_or_clip_grad_norm_(model.parameters(), max_norm=optim_cfg.grad_clip,
-                                         drop_norm=optim_cfg.drop_norm)
-    if keep:
-        optimizer.step()
+    if hasattr(optimizer, "step_or_skip"):  # the GPU path's megatron optimizer (gpu_optim.MegatronAFM)
+        norm, keep = optimizer.step_or_skip(optim_cfg)
+    else:
+        norm, keep = skip_or_clip_grad_norm_(model.parameters(), max_norm=optim_cfg.grad_clip,
+                                             drop_norm=optim_cfg.drop_norm)
+        if keep:
+            optimizer.step()
     if result is not None:
         result.grad_norms.append(norm)
         result.skipped_steps += 0 if keep else 1
@@ -297,7 +308,8 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
                  "seq_length": plan.seq_length, "vocab_size": plan.blend.vocab_size, "eod_id": plan.blend.eod_id},
         "data_position": {"samples_consumed": step * cfg.global_batch, "global_batch": cfg.global_batch},
         "seed": cfg.seed,
-        "rng": "optim/rank-*.pt holds torch CPU/CUDA generator states",
+        "rng": "optim/rank-*.pt holds torch CPU/CUDA, megatron RNG-tracker, Python and numpy generator states",
+        "deterministic": cfg.parallel.deterministic,
         "model_shape": asdict(cfg.model),
         "rotary_base": cfg.rotary_base,
         "kernels": cfg.parallel.kernels,

@@ -39,6 +39,10 @@ class AFMRMSPropMomentum(torch.optim.Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, update_clip=update_clip,
                         schedule=1.0)
         super().__init__(params, defaults)
+        # (shards, per-shard sums of u²) -> [2, shards] whole-block (sum, count), or None: set by the GPU path
+        # when megatron's distributed optimizer hands this optimizer slices of blocks (training/gpu_optim.py);
+        # it is a collective, so it runs once per group on every rank, even one with no shard in the group
+        self.block_reduce = None
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -54,6 +58,8 @@ class AFMRMSPropMomentum(torch.optim.Optimizer):
         """All blocks of a group at once with torch's multi-tensor (_foreach) kernels."""
         params = [p for p in group["params"] if p.grad is not None]
         if not params:
+            if self.block_reduce is not None:
+                self.block_reduce([], torch.zeros(0))
             return
         beta1, beta2 = group["betas"]
         vs, ms, corrections = [], [], []
@@ -81,8 +87,11 @@ class AFMRMSPropMomentum(torch.optim.Optimizer):
         counts = torch.tensor([float(p.numel()) for p in params], dtype=dtype, device=sums.device)
         sharded = torch.tensor([bool(getattr(p, "tensor_model_parallel", False)) for p in params],
                                device=sums.device)
-        totals = torch.stack([sums, counts])  # [2, blocks]: one all-reduce for both rows
-        tensor_parallel_sum_(totals, sharded)
+        if self.block_reduce is not None:
+            totals = self.block_reduce(params, sums).to(dtype)
+        else:
+            totals = torch.stack([sums, counts])  # [2, blocks]: one all-reduce for both rows
+            tensor_parallel_sum_(totals, sharded)
         rms = (totals[0] / totals[1]).sqrt()
         # u / max(1, rms / threshold); the bias correction c goes in with it as one per-block scalar
         factors = c / torch.clamp(rms / group["update_clip"], min=1.0)
