@@ -69,7 +69,7 @@ class TeacherLabels:
 @torch.no_grad()
 def precompute_top1(cfg: TrainConfig, *, teacher: str, prefix: str | Path, micro_batch: int = 16) -> str:
     """Write the teacher's top-1 ids for every training sample the run `cfg` will read; returns the prefix."""
-    from .data import batch_at, build_splits, write_indexed
+    from .data import batch_at, build_splits, valid_share_for, write_indexed
     from .trainer import load_model, plan_run
 
     parallel.setup(cfg.parallel, seed=cfg.seed)
@@ -77,7 +77,8 @@ def precompute_top1(cfg: TrainConfig, *, teacher: str, prefix: str | Path, micro
     n_train = plan.steps * cfg.global_batch
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed, n_train=n_train,
                           n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or Path(cfg.out_dir) / "data-cache")
+                          cache_dir=cfg.data.cache_dir or Path(cfg.out_dir) / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
     model, _ = load_model(teacher, seq_length=plan.seq_length, parallel_output=False)
     model.eval()
     labels = TeacherLabels(model=model)

@@ -28,7 +28,7 @@ from manifests.errors import ConfigError
 from . import checkpoint as ckpt
 from . import parallel
 from .config import TrainConfig
-from .data import batch_at, build_splits
+from .data import batch_at, build_splits, valid_share_for
 from .losses import cross_entropies, masked_mean
 from .model import build_model
 
@@ -145,7 +145,8 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
     plan = plan_run(cfg)
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or Path(out_dir) / "data-cache")
+                          cache_dir=cfg.data.cache_dir or Path(out_dir) / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
     t0 = time.perf_counter()
     model, info = load_model(source, seq_length=plan.seq_length)
     masks = learn_masks(model, splits, k=target_ffn, steps=steps, global_batch=cfg.global_batch, lr=lr, log=log)

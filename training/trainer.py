@@ -21,7 +21,7 @@ from manifests.errors import ConfigError
 from . import checkpoint as ckpt
 from . import parallel
 from .config import TrainConfig
-from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits
+from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits, valid_share_for
 from .losses import cross_entropies, distillation_loss, masked_mean
 from .model import build_model, get_shape
 from .optim import build_optimizer, skip_or_clip_grad_norm_
@@ -128,7 +128,8 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
     run_dir = Path(cfg.out_dir)
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=plan.steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache")
+                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
 
     parallel.seed_everything(cfg.seed)
     model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
