@@ -76,16 +76,19 @@ def _common(p) -> None:
     p.add_argument("--steps", type=int, help="override steps")
     p.add_argument("--out-dir", help="override out_dir")
     p.add_argument("--root", help="data root for mixture references (overrides data.root)")
+    p.add_argument("--mixture", help="mixture NAME[@id] or mixture.json to read instead of the config's data")
 
 
 def _load(args, path=None):
+    import dataclasses
+
     from .config import load_config, with_
 
     cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None))
     if getattr(args, "root", None):
-        import dataclasses
-
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
+    if getattr(args, "mixture", None):
+        cfg = with_(cfg, data=dataclasses.replace(cfg.data, mixture=args.mixture, blend=()))
     return cfg
 
 
