@@ -41,6 +41,8 @@ def test_transformer_engine_configs_have_it_in_the_gpu_requirements():
     assert te_configs  # the full-size configs
     assert any(line.startswith("transformer-engine[pytorch]") for line in gpu_reqs.splitlines())
     assert any(dep.startswith("transformer-engine[pytorch]") for dep in extra)
-    for p in CONFIGS.glob("afm-*.yaml"):  # every full-size config: native bf16, sharded optimizer, recompute
+    for p in CONFIGS.glob("afm-*.yaml"):  # every full-size training config: bf16, sharded optimizer, recompute
+        if p.stem.endswith("-prune"):  # mask learning: a frozen model, no optimizer state to shard
+            continue
         par = load_config(p).parallel
         assert (par.precision, par.distributed_optimizer) == ("bf16", True) and par.recompute != "none", p.name
