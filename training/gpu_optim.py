@@ -147,8 +147,12 @@ def wrap_for_gpu(model, cfg) -> tuple[torch.nn.Module, MegatronAFM]:
     inner = AFMRMSPropMomentum(placeholder.param_groups, lr=cfg.optim.peak_lr,
                                betas=(cfg.optim.beta1, cfg.optim.beta2), eps=cfg.optim.eps,
                                update_clip=cfg.optim.update_clip)
+    for group in inner.param_groups:  # the placeholder filled in AdamW's defaults; these are the AFM's
+        group.update(betas=(cfg.optim.beta1, cfg.optim.beta2), eps=cfg.optim.eps, update_clip=cfg.optim.update_clip)
     if cfg.optim.name != "afm_rmsprop":
         inner = placeholder  # the AdamW baseline keeps megatron's own inner optimizer
+        for group in inner.param_groups:
+            group.update(betas=(cfg.optim.beta1, cfg.optim.beta2), eps=1e-8)
     megatron_opt.optimizer = inner
     if sharded and isinstance(inner, AFMRMSPropMomentum):
         shard_to_model = {}

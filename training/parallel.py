@@ -45,6 +45,9 @@ class ParallelConfig:
             raise ConfigError("parallel.pipeline_parallel must be 1: this trainer has no pipeline schedule yet")
         if self.precision not in ("fp32", "bf16"):
             raise ConfigError(f"parallel.precision must be 'fp32' or 'bf16'; got {self.precision!r}")
+        if self.distributed_optimizer and self.precision != "bf16":
+            raise ConfigError("parallel.distributed_optimizer needs precision: bf16 (megatron's fp32 shards are "
+                              "views of the weights, which this trainer's optimizer does not take)")
         if self.recompute not in ("none", "selective", "full"):
             raise ConfigError(f"parallel.recompute must be 'none', 'selective' or 'full'; got {self.recompute!r}")
         if self.gpu_memory is not None:

@@ -289,7 +289,7 @@ def plot(rows: list[dict], out_path: str, *, title: str = "") -> str:
         ax.set_xticks(range(len(comps)))
         ax.set_xticklabels(comps, rotation=20)
         ax.set_title(m)
-        ax.set_ylabel("change vs base (+ = better; bars: sd over seeds)")
+        ax.set_ylabel("vs base (+ better; bars: sd)")
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)

@@ -175,3 +175,31 @@ def test_trainer_counts_dropped_steps_and_keeps_weights(byte_root, tmp_path):
     assert r.eval_loss == pytest.approx(init.eval_loss, abs=1e-6)  # untrained model's held-out loss
     m = json.loads((r.checkpoint / "checkpoint.json").read_text())
     assert m["skipped_steps"] == 3
+
+
+def test_block_rms_over_distributed_optimizer_shards_equals_whole_blocks():
+    # megatron's distributed optimizer hands each data-parallel rank flat slices of blocks; the GPU path's
+    # reducer sums each block's slices (here: two slices of one block, and one whole block, on one rank)
+    from training import parallel
+    from training.gpu_optim import _DPBlockReduce
+    from training.parallel import ParallelConfig
+
+    parallel.setup(ParallelConfig(), seed=1)
+    import torch.distributed as dist
+
+    torch.manual_seed(0)
+    a, b = torch.nn.Parameter(torch.randn(4, 6)), torch.nn.Parameter(torch.randn(5))
+    grads = [(torch.randn(4, 6), torch.randn(5) * 0.01) for _ in range(4)]
+    whole = [a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()]
+    ref = AFMRMSPropMomentum([{"params": whole, "lr": 0.1, "weight_decay": 0.01}], lr=0.1)
+    shards = [a.detach().view(-1)[:10].clone(), a.detach().view(-1)[10:].clone(), b.detach().clone()]
+    opt = AFMRMSPropMomentum([{"params": shards, "lr": 0.1, "weight_decay": 0.01}], lr=0.1)
+    opt.block_reduce = _DPBlockReduce([a, b], {id(shards[0]): a, id(shards[1]): a, id(shards[2]): b},
+                                      dist.group.WORLD)
+    for ga, gb in grads:
+        whole[0].grad, whole[1].grad = ga.clone(), gb.clone()
+        shards[0].grad, shards[1].grad, shards[2].grad = ga.view(-1)[:10].clone(), ga.view(-1)[10:].clone(), gb.clone()
+        ref.step()
+        opt.step()
+    torch.testing.assert_close(torch.cat([shards[0], shards[1]]).view(4, 6), whole[0].detach())
+    torch.testing.assert_close(shards[2], whole[1].detach())
