@@ -100,6 +100,8 @@ def test_distillation_against_the_same_student_without_it(byte_root, tmp_path, t
     # Hard top-1 targets sharpen the student: its argmax improves, while the cross-entropy of the true
     # labels pays -log(1 - w) on every token where the teacher's top-1 is wrong (w = teacher weight).
     assert report.eval_accuracy > plain_student.eval_accuracy
+    # at this scale the report's 0.9 loses held-out cross-entropy (benchmarks/train_distill.py: +0.58 nats)
+    assert report.eval_loss > plain_student.eval_loss
     assert light.eval_loss < plain_student.eval_loss
     assert light.eval_accuracy > plain_student.eval_accuracy
 
