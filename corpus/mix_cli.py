@@ -7,7 +7,11 @@ import json
 import os
 
 DEFAULT_ROOT = os.environ.get("CIDERMILL_ROOT", "data/root")
-DEFAULT_ABLATE_COMMAND = "{python} -m corpus.tokenize.unigram_proxy --mixture {mixture} --out {out}"
+UNIGRAM_PROXY_COMMAND = "{python} -m corpus.tokenize.unigram_proxy --mixture {mixture} --out {out}"
+DEFAULT_ABLATE_COMMAND = UNIGRAM_PROXY_COMMAND  # kept for callers that imported it
+# a real proxy: a tiny megatron model trained on each variant for a fixed token budget (training/mix_proxy.py)
+TRAIN_PROXY_COMMAND = ("{python} -m training.mix_proxy --mixture {mixture} --root {root} --out {out} --seed {seed} "
+                       "--tokens {tokens}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,10 +57,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--delta", type=float, default=0.5, help="relative change w_i*(1 +/- delta) (default 0.5)")
     a.add_argument("--absolute", action="store_true", help="delta is absolute: w_i +/- delta")
     a.add_argument("--components", help="comma-separated components to vary (default: all)")
-    a.add_argument("--command", default=DEFAULT_ABLATE_COMMAND,
-                   help="proxy run per variant; placeholders {mixture} {mixture_ref} {out} {root} {name} {seed} "
-                        "{python}; it must write {out}/scores.json (default: the unigram proxy)")
-    a.add_argument("--out", help="output directory (default <root>/.ablations/<mixture name>)")
+    a.add_argument("--proxy", choices=("train", "unigram"), default="train",
+                   help="train: a tiny megatron model per variant and seed (default); unigram: the "
+                        "seconds-cheap unigram proxy (no training)")
+    a.add_argument("--proxy-tokens", type=int, default=64 * 1024, help="training tokens per proxy run (train)")
+    a.add_argument("--seeds", default="1,2", help="comma-separated seeds, every variant trained with each "
+                                                  "(train proxy; >= 2 for error bars)")
+    a.add_argument("--workers", type=int, default=2, help="runs at a time (local executor)")
+    a.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: a pool of processes; ray: one Ray task per run")
+    a.add_argument("--command",
+                   help="custom proxy run per variant and seed; placeholders {mixture} {mixture_ref} {out} {root} "
+                        "{name} {seed} {python}; it must write {out}/scores.json (overrides --proxy)")
+    a.add_argument("--out", help="output directory (default <root>/.ablations/<mixture name>/<settings id>)")
     a.add_argument("--lower-is-better", default="", help="comma-separated metrics where lower is better "
                                                          "(nll/*, loss* and perplexity* are by default)")
     a.add_argument("--timeout", type=float, help="seconds per run")
@@ -147,6 +160,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_ablate(args) -> int:
+    import hashlib
+
     from .tokenize import ablate
     from .tokenize.mixture_build import build_mixture, load_mixture_spec
 
@@ -157,18 +172,33 @@ def cmd_ablate(args) -> int:
         base = _open_mixture(cat, args.mixture)
     comps = [c.strip() for c in args.components.split(",")] if args.components else None
     variants = ablate.make_variants(base, args.delta, absolute=args.absolute, components=comps)
-    out = args.out or os.path.join(cat.root.uri, ".ablations", base.name)
-    results = ablate.run_ablation(cat, base, variants, args.command, out, timeout_s=args.timeout)
+    if args.command:
+        command, proxy = args.command, "custom"
+    elif args.proxy == "unigram":
+        command, proxy = UNIGRAM_PROXY_COMMAND, "unigram (no training)"
+    else:
+        command, proxy = TRAIN_PROXY_COMMAND.replace("{tokens}", str(args.proxy_tokens)), "train (tiny megatron)"
+    seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip()) if proxy != "unigram (no training)" \
+        else (base.seed,)
+    base_id = base.publish(cat).path.rsplit("/", 2)[-2]
+    settings = {"base_mixture": f"{base.name}@{base_id}", "delta": args.delta, "absolute": args.absolute,
+                "components": comps, "proxy": proxy, "command": command, "seeds": list(seeds)}
+    settings_id = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+    out = args.out or os.path.join(cat.root.uri, ".ablations", base.name, settings_id)
+    results = ablate.run_ablation(cat, base, variants, command, out, timeout_s=args.timeout, seeds=seeds,
+                                  workers=args.workers, executor=args.executor)
     metrics = list(results[0].scores)
     lower = {m for m in metrics if m.startswith(("nll", "loss", "perplexity", "ppl"))}
     lower |= {m.strip() for m in args.lower_is_better.split(",") if m.strip()}
     rows = ablate.ablation_rows(results, lower_is_better=tuple(sorted(lower)))
     csv_path, md_path = ablate.write_table(rows, out)
-    png = ablate.plot(rows, os.path.join(out, "ablation.png"), title=f"{base.name}: delta {args.delta}")
-    with open(os.path.join(out, "ablation.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+    png = ablate.plot(rows, os.path.join(out, "ablation.png"),
+                      title=f"{base.name}: delta {args.delta}, {proxy} proxy, seeds {','.join(map(str, seeds))}")
+    manifest = ablate.write_manifest(out, base=base, settings={**settings, "id": settings_id}, results=results,
+                                     rows=rows, files=[os.path.basename(p) for p in (csv_path, md_path, png)])
     print(open(md_path, encoding="utf-8").read(), end="")
-    print(f"{len(results)} runs ({sum(r.resumed for r in results)} resumed); table {csv_path}; plot {png}")
+    print(f"{len(results)} runs ({sum(r.resumed for r in results)} resumed), {proxy} proxy; table {csv_path}; "
+          f"plot {png}; manifest {manifest}")
     return 0
 
 

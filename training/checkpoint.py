@@ -2,7 +2,8 @@
 
 Layout of one checkpoint directory:
     model.pt | model/        weights: a plain state dict on CPU; megatron-core distributed checkpoint on GPU
-    optim/rank-00000.pt      this rank's optimizer state, RNG states (resume needs the same parallel layout)
+    optim/rank-00000.pt      this rank's optimizer state, RNG states: torch CPU and CUDA, megatron's CUDA RNG
+                             tracker, Python and numpy (resume needs the same parallel layout)
     checkpoint.json          the manifest: written last and atomically, so its presence means complete
 
 The manifest records what data (mixture manifest id or blend), what config, the step, tokens seen, the
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -58,7 +61,9 @@ def save(directory: str | Path, *, model, optimizer=None, manifest: dict) -> Pat
     if optimizer is not None:
         (directory / "optim").mkdir(exist_ok=True)
         state = {"optimizer": optimizer.state_dict(), "rng_cpu": torch.get_rng_state(),
-                 "rng_cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None}
+                 "rng_cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
+                 "rng_tracker": _tracker_states(), "rng_python": random.getstate(),
+                 "rng_numpy": np.random.get_state()}
         torch.save(state, directory / "optim" / f"rank-{_rank():05d}.pt")
     if dist.is_initialized():
         dist.barrier()
@@ -122,6 +127,25 @@ def load_training_state(info: CheckpointInfo, optimizer) -> None:
     torch.set_rng_state(state["rng_cpu"])
     if state.get("rng_cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state(state["rng_cuda"])
+    if state.get("rng_tracker"):
+        from megatron.core import tensor_parallel
+
+        tensor_parallel.get_cuda_rng_tracker().set_states(state["rng_tracker"])
+    if "rng_python" in state:
+        random.setstate(state["rng_python"])
+        np.random.set_state(state["rng_numpy"])
+
+
+def _tracker_states() -> dict:
+    """megatron's CUDA RNG tracker (the per-tensor-parallel-rank generator forked around dropout and
+    weight init); on the CPU it is the no-op tracker and holds nothing."""
+    from megatron.core import tensor_parallel
+
+    try:
+        return {k: v.clone() if torch.is_tensor(v) else v
+                for k, v in tensor_parallel.get_cuda_rng_tracker().get_states().items()}
+    except AttributeError:  # the no-op tracker may keep no states at all
+        return {}
 
 
 def latest(run_dir: str | Path) -> CheckpointInfo | None:

@@ -47,6 +47,17 @@ def add_parser(sub) -> None:
     pr.add_argument("--out", required=True, help="checkpoint directory to write")
     pr.set_defaults(func=cmd_prune)
 
+    pl = tsub.add_parser("plan", help="per-GPU memory of a run config: weights, grads, optimizer state, "
+                                      "activations, teacher; the largest micro-batch that fits")
+    pl.add_argument("config", help="run config YAML (configs/train/*.yaml)")
+    pl.add_argument("--gpus", type=int, required=True, help="number of GPUs (tensor x data parallel)")
+    pl.add_argument("--gpu-mem", default="80GiB", help="memory per GPU (e.g. 80GiB, 141GB)")
+    pl.add_argument("--seq-length", type=int, help="when neither the config nor its mixture gives it")
+    pl.add_argument("--micro-batch", type=int, help="override the config's micro_batch")
+    pl.add_argument("--root", help="data root for mixture references (overrides data.root)")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pl.set_defaults(func=cmd_plan)
+
     show = tsub.add_parser("show", help="print a checkpoint's manifest")
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
@@ -65,16 +76,19 @@ def _common(p) -> None:
     p.add_argument("--steps", type=int, help="override steps")
     p.add_argument("--out-dir", help="override out_dir")
     p.add_argument("--root", help="data root for mixture references (overrides data.root)")
+    p.add_argument("--mixture", help="mixture NAME[@id] or mixture.json to read instead of the config's data")
 
 
 def _load(args, path=None):
+    import dataclasses
+
     from .config import load_config, with_
 
     cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None))
     if getattr(args, "root", None):
-        import dataclasses
-
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
+    if getattr(args, "mixture", None):
+        cfg = with_(cfg, data=dataclasses.replace(cfg.data, mixture=args.mixture, blend=()))
     return cfg
 
 
@@ -133,6 +147,15 @@ def cmd_prune(args) -> int:
     prune(_load(args), source=args.source, target_ffn=args.target_ffn, steps=args.mask_steps,
           out_dir=args.out, lr=args.mask_lr, log=_log)
     return 0
+
+
+def cmd_plan(args) -> int:
+    from .memory import parse_bytes, plan_for_config
+
+    plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+                           seq_length=args.seq_length, micro_batch=args.micro_batch)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
+    return 0 if plan.fits else 1
 
 
 def cmd_show(args) -> int:

@@ -30,12 +30,26 @@ class DataConfig:
     eod_id: int | None = None
     root: str | None = None  # data root (catalog) for `mixture` references
     valid_samples: int = 64
+    # the held-out documents, split off every component before sampling (held-out text is never trained on):
+    # one of a fraction of each component's documents, a number of documents, or a number of tokens in all
+    # (the last two become the same fraction of every component, from the .idx headers)
+    valid_fraction: float | None = None  # default 0.05 when neither of the next two is set
+    valid_documents: int | None = None
+    valid_tokens: int | None = None
     cache_dir: str | None = None  # megatron's index cache; default <run dir>/data-cache
 
     def __post_init__(self):
         if bool(self.mixture) == bool(self.blend):
             raise ConfigError("data: give exactly one of `mixture` (a mixture manifest) or `blend` "
                               "([[weight, prefix], ...])")
+        chosen = [k for k in ("valid_fraction", "valid_documents", "valid_tokens") if getattr(self, k) is not None]
+        if len(chosen) > 1:
+            raise ConfigError(f"data: give at most one of valid_fraction, valid_documents, valid_tokens; got {chosen}")
+        if self.valid_fraction is not None and not 0 < self.valid_fraction < 1:
+            raise ConfigError(f"data.valid_fraction must be in (0, 1); got {self.valid_fraction}")
+        for k in ("valid_documents", "valid_tokens"):
+            if getattr(self, k) is not None and getattr(self, k) <= 0:
+                raise ConfigError(f"data.{k} must be > 0; got {getattr(self, k)}")
         if self.blend and (self.vocab_size is None or self.eod_id is None):
             raise ConfigError("data.blend needs data.vocab_size and data.eod_id (the tokenizer's facts)")
 
@@ -45,6 +59,7 @@ class DistillConfig:
     teacher: str | None = None  # checkpoint directory of the teacher (online top-1)
     teacher_top1: str | None = None  # or precomputed top-1 ids (prefix written by `distill.precompute_top1`)
     teacher_weight: float = 0.9  # weight of the teacher's top-1 label in the target
+    teacher_shape: str | None = None  # for `train plan` before the teacher checkpoint exists (else its manifest)
 
     def __post_init__(self):
         if bool(self.teacher) == bool(self.teacher_top1):

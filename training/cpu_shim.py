@@ -7,7 +7,9 @@ RNG tracker forks CUDA generator states around attention dropout. On a CPU-only 
 - `torch.cuda.current_device` returns the CPU device, so those allocations land on the CPU;
 - the default causal mask is built on the CPU;
 - the RNG tracker is megatron's no-op ("inference") tracker: `fork()` is a null context, so dropout (0 in
-  our configs) would draw from torch's CPU generator, which `parallel.seed_everything` seeds.
+  our configs) would draw from torch's CPU generator, which `parallel.seed_everything` seeds;
+- activation recomputation (`tensor_parallel.checkpoint`) saves and restores the CUDA generator state: on
+  the CPU there is none, so those two calls do nothing (the CPU generator is still saved and restored).
 
 Nothing here runs on a GPU machine: `apply()` returns False there and megatron-core runs unmodified.
 """
@@ -36,11 +38,14 @@ def apply() -> bool:
     if _applied:
         return True
     import megatron.core.fusions.fused_softmax as fused_softmax
+    import megatron.core.tensor_parallel.random as mp_random
     import megatron.core.transformer.utils as transformer_utils
 
     torch.cuda.current_device = lambda: torch.device("cpu")  # type: ignore[assignment]
     transformer_utils.get_default_causal_mask = _cpu_causal_mask
     fused_softmax.get_default_causal_mask = _cpu_causal_mask  # imported by name there
+    mp_random._get_cuda_rng_state = lambda *args, **kwargs: None
+    mp_random._set_cuda_rng_state = lambda *args, **kwargs: None
     _applied = True
     return True
 

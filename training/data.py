@@ -101,9 +101,37 @@ class Splits:
     valid: object
 
 
+def valid_share_for(data_cfg, blend: Blend) -> float:
+    """`valid_fraction` for a DataConfig."""
+    return valid_fraction(blend, fraction=data_cfg.valid_fraction, documents=data_cfg.valid_documents,
+                          tokens=data_cfg.valid_tokens)
+
+
+def valid_fraction(blend: Blend, *, fraction: float | None = None, documents: int | None = None,
+                   tokens: int | None = None) -> float:
+    """The share of every component's documents to hold out: `fraction` as is (default 0.05), or the share
+    that makes `documents` documents or `tokens` tokens over all components (from the .idx headers)."""
+    if documents is None and tokens is None:
+        return 0.05 if fraction is None else fraction
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    n_docs = n_tokens = 0
+    for _, prefix in blend.components:
+        ds = IndexedDataset(prefix)
+        n_docs += len(ds.document_indices) - 1
+        n_tokens += int(ds.sequence_lengths.sum())
+    share = documents / n_docs if documents is not None else tokens / n_tokens
+    if not 0 < share < 1:
+        want = f"{documents} documents" if documents is not None else f"{tokens} tokens"
+        raise ConfigError(f"blend {blend.id}: a held-out split of {want} is not less than the data "
+                          f"({n_docs} documents, {n_tokens} tokens)")
+    return share
+
+
 def build_splits(blend: Blend, *, seq_length: int, seed: int, n_train: int, n_valid: int,
-                 cache_dir: str | Path, valid_percent: int = 5) -> Splits:
-    """Train and held-out samples; documents are split (not samples), so held-out text is unseen."""
+                 cache_dir: str | Path, valid_share: float = 0.05) -> Splits:
+    """Train and held-out samples; documents are split (not samples), so held-out text is unseen.
+    `valid_share` of each component's documents is held out (see `valid_fraction`)."""
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 
@@ -113,7 +141,8 @@ def build_splits(blend: Blend, *, seq_length: int, seed: int, n_train: int, n_va
         random_seed=seed,
         sequence_length=seq_length,
         blend=(prefixes, weights),
-        split=f"{100 - valid_percent},{valid_percent},0",
+        # megatron reads the numbers with the pattern [.0-9]+, so no exponent notation
+        split=f"{1 - valid_share:.12f},{valid_share:.12f},0",
         path_to_cache=str(cache_dir),
         tokenizer=_TokenizerFacts(blend.vocab_size, blend.eod_id),
         reset_position_ids=False,
@@ -126,7 +155,7 @@ def build_splits(blend: Blend, *, seq_length: int, seed: int, n_train: int, n_va
     train, valid, _ = BlendedMegatronDatasetBuilder(
         GPTDataset, [n_train, n_valid, 0], lambda: True, config).build()
     if train is None or valid is None:
-        raise ConfigError(f"blend {blend.id}: too little data for a train and a {valid_percent}% held-out split")
+        raise ConfigError(f"blend {blend.id}: too little data for a train and a {valid_share:.3g} held-out split")
     return Splits(train=train, valid=valid)
 
 

@@ -34,11 +34,13 @@ class TeacherLabels:
         self.indexed = indexed
 
     @classmethod
-    def from_config(cls, cfg: DistillConfig, *, plan, global_batch: int) -> "TeacherLabels":
+    def from_config(cls, cfg: DistillConfig, *, plan, global_batch: int, bf16: bool = False) -> "TeacherLabels":
         if cfg.teacher:
             from .trainer import load_model
 
             model, _ = load_model(cfg.teacher, seq_length=plan.seq_length, parallel_output=False)
+            if bf16 and torch.cuda.is_available():  # the teacher only runs forward: bf16 weights, as planned
+                model = model.bfloat16()
             model.eval()
             for p in model.parameters():
                 p.requires_grad_(False)
@@ -52,7 +54,11 @@ class TeacherLabels:
         if got != want:
             raise ConfigError(f"{cfg.teacher_top1}: precomputed for {got}, but this run reads {want}; "
                               "precompute again for this run")
-        return cls(indexed=IndexedDataset(cfg.teacher_top1))
+        shards = facts.get("shards") or [{"prefix": Path(cfg.teacher_top1).name, "first": 0,
+                                          "count": want["n_train"]}]
+        base = Path(cfg.teacher_top1).parent
+        return cls(indexed=[(int(sh["first"]), int(sh["count"]), IndexedDataset(str(base / sh["prefix"])))
+                            for sh in shards])
 
     @torch.no_grad()
     def top1(self, batch: dict, *, autocast=contextlib.nullcontext) -> torch.Tensor:
@@ -60,14 +66,27 @@ class TeacherLabels:
             with autocast():
                 logits = self.model(batch["tokens"], batch["position_ids"], None)  # [B,S,V], gathered
             return logits.argmax(dim=-1)
-        rows = [np.asarray(self.indexed[int(i)]) for i in batch["sample_index"]]
+        rows = [np.asarray(self._row(int(i))) for i in batch["sample_index"]]
         return torch.from_numpy(np.stack(rows).astype(np.int64)).to(batch["tokens"].device)
+
+    def _row(self, sample: int):
+        for first, count, ds in self.indexed:  # a few shards, contiguous sample ranges
+            if first <= sample < first + count:
+                return ds[sample - first]
+        raise ConfigError(f"precomputed top-1 ids: no shard holds sample {sample}")
 
 
 @torch.no_grad()
 def precompute_top1(cfg: TrainConfig, *, teacher: str, prefix: str | Path, micro_batch: int = 16) -> str:
-    """Write the teacher's top-1 ids for every training sample the run `cfg` will read; returns the prefix."""
-    from .data import batch_at, build_splits, write_indexed
+    """Write the teacher's top-1 ids for every training sample the run `cfg` will read; returns the prefix.
+
+    Under torchrun the samples are split into contiguous ranges, one per data-parallel rank: each rank
+    writes `<prefix>.part-<rank>-of-<n>.bin/.idx` (tensor-parallel rank 0 of it does; the others help
+    compute the same forward), and rank 0 writes the sidecar `<prefix>.top1.json` listing the parts."""
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    from .data import batch_at, build_splits, valid_share_for, write_indexed
     from .trainer import load_model, plan_run
 
     parallel.setup(cfg.parallel, seed=cfg.seed)
@@ -75,20 +94,40 @@ def precompute_top1(cfg: TrainConfig, *, teacher: str, prefix: str | Path, micro
     n_train = plan.steps * cfg.global_batch
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed, n_train=n_train,
                           n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or Path(cfg.out_dir) / "data-cache")
+                          cache_dir=cfg.data.cache_dir or Path(cfg.out_dir) / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
     model, _ = load_model(teacher, seq_length=plan.seq_length, parallel_output=False)
+    if torch.cuda.is_available() and cfg.parallel.precision == "bf16":
+        model = model.bfloat16()
     model.eval()
     labels = TeacherLabels(model=model)
     dtype = np.uint16 if plan.blend.vocab_size <= 65536 else np.int32
+    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
+    per_rank = -(-n_train // dp_size)
+    ranges = [(r * per_rank, max(0, min(per_rank, n_train - r * per_rank))) for r in range(dp_size)]
+    prefix = str(prefix)
+    part = (lambda r: f"{prefix}.part-{r:05d}-of-{dp_size:05d}") if dp_size > 1 else (lambda r: prefix)
 
-    def rows():
-        for start in range(0, n_train, micro_batch):
-            size = min(micro_batch, n_train - start)
+    def rows(first: int, count: int):
+        for start in range(first, first + count, micro_batch):
+            size = min(micro_batch, first + count - start)
             batch = {k: v.to(parallel.device()) for k, v in batch_at(splits.train, start, size).items()}
             yield from labels.top1(batch).cpu().numpy()
 
-    prefix = write_indexed(str(prefix), rows(), dtype=dtype)
-    _sidecar(prefix).write_text(json.dumps({
-        "teacher": str(teacher), "data": plan.blend.id, "seq_length": plan.seq_length,
-        "data_seed": plan.data_seed, "n_train": n_train}, indent=2))
+    first, count = ranges[dp_rank]
+    if parallel_state.get_tensor_model_parallel_rank() == 0:  # streamed to disk, never held in memory
+        write_indexed(part(dp_rank), rows(first, count), dtype=dtype)
+    else:  # the other tensor-parallel ranks take part in the same forward passes
+        for _ in rows(first, count):
+            pass
+    if dist.is_initialized():
+        dist.barrier()
+    if parallel.is_main():
+        _sidecar(prefix).write_text(json.dumps({
+            "teacher": str(teacher), "data": plan.blend.id, "seq_length": plan.seq_length,
+            "data_seed": plan.data_seed, "n_train": n_train,
+            "shards": [{"prefix": Path(part(r)).name, "first": f, "count": c} for r, (f, c) in enumerate(ranges)]},
+            indent=2))
+    if dist.is_initialized():
+        dist.barrier()
     return prefix

@@ -11,11 +11,13 @@ constraint, so raising one unit's score lowers the others'. Annealing ε towards
 Recipe: attach one mask per layer in front of `linear_fc2` (the FFN output projection), freeze the model,
 train the scores on the language-model loss while ε anneals, keep the k highest-scoring units per layer,
 and fold the remaining mask values into `linear_fc2`'s columns so the pruned model computes what the masked
-model computed. Runs with tensor parallelism 1 (prune a gathered model; shard the student afterwards).
+model computed. Runs with tensor parallelism 1 (prune a gathered model; shard the student afterwards) and
+any number of data-parallel ranks, `micro_batch` sequences per forward pass.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import asdict
@@ -28,7 +30,7 @@ from manifests.errors import ConfigError
 from . import checkpoint as ckpt
 from . import parallel
 from .config import TrainConfig
-from .data import batch_at, build_splits
+from .data import batch_at, build_splits, valid_share_for
 from .losses import cross_entropies, masked_mean
 from .model import build_model
 
@@ -95,26 +97,55 @@ def magnitude_scores(model) -> list[torch.Tensor]:
     return out
 
 
-def learn_masks(model, splits, *, k: int, steps: int, global_batch: int, lr: float = 0.05,
-                eps_start: float = 1.0, eps_end: float = 0.02, log=print) -> FFNMasks:
-    """Train Soft-Top-K scores on the LM loss with the model frozen; ε anneals geometrically."""
+def learn_masks(model, splits, *, k: int, steps: int, global_batch: int, micro_batch: int | None = None,
+                lr: float = 0.05, eps_start: float = 1.0, eps_end: float = 0.02, log=print) -> FFNMasks:
+    """Train Soft-Top-K scores on the LM loss with the model frozen; ε anneals geometrically.
+
+    Each step reads `global_batch` sequences: this data-parallel rank's share, `micro_batch` at a time, the
+    score gradients accumulated, then averaged over data-parallel ranks (every rank keeps the same scores)."""
     for p in model.parameters():
         p.requires_grad_(False)
     masks = FFNMasks(model, k, init_scores=magnitude_scores(model))
     opt = torch.optim.Adam(masks.parameters(), lr=lr)
     dev = parallel.device()
+    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
+    micro_batch = micro_batch or global_batch // dp_size
+    if global_batch % (micro_batch * dp_size):
+        raise ConfigError(f"prune: global_batch {global_batch} must be a multiple of micro_batch {micro_batch} "
+                          f"x data-parallel size {dp_size}")
+    n_micro = global_batch // (micro_batch * dp_size)
     for step in range(steps):
         masks.eps = eps_start * (eps_end / eps_start) ** (step / max(1, steps - 1))
-        batch = {kk: v.to(dev) for kk, v in batch_at(splits.train, step * global_batch, global_batch).items()}
-        logits = model(batch["tokens"], batch["position_ids"], None)
-        (ce,) = cross_entropies(logits, [batch["labels"]])
-        loss = masked_mean(ce, batch["loss_mask"])
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss_sum = 0.0
+        for micro in range(n_micro):
+            first = step * global_batch + micro * micro_batch * dp_size
+            batch = {kk: v.to(dev) for kk, v in batch_at(splits.train, first, micro_batch * dp_size,
+                                                         dp_rank=dp_rank, dp_size=dp_size).items()}
+            logits = model(batch["tokens"], batch["position_ids"], None)
+            (ce,) = cross_entropies(logits, [batch["labels"]])
+            loss = masked_mean(ce, batch["loss_mask"]) / n_micro
+            loss.backward()
+            loss_sum += float(loss.detach())
+        if dp_size > 1:
+            _average_over_data_parallel([s.grad for s in masks.scores])
         opt.step()
         if log and (step + 1) % max(1, steps // 4) == 0:
-            log(f"[prune] mask step {step + 1}/{steps} loss {float(loss):.4f} eps {masks.eps:.3f}")
+            log(f"[prune] mask step {step + 1}/{steps} loss {loss_sum:.4f} eps {masks.eps:.3f}")
     return masks
+
+
+def _average_over_data_parallel(grads: list[torch.Tensor]) -> None:
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat, group=parallel_state.get_data_parallel_group())
+    flat /= parallel_state.get_data_parallel_world_size()
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset:offset + g.numel()].view_as(g))
+        offset += g.numel()
 
 
 @torch.no_grad()
@@ -139,17 +170,22 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
     checkpoint (shape: source shape with ffn_hidden_size=target_ffn) to out_dir; returns its path."""
     from .trainer import load_model, plan_run
 
-    if cfg.parallel.tensor_parallel != 1:
-        raise ConfigError("prune runs with parallel.tensor_parallel=1 (prune a gathered model)")
-    parallel.setup(cfg.parallel, seed=cfg.seed)
+    if cfg.parallel.tensor_parallel != 1:  # e.g. the teacher's own config: masks are learned on a whole model
+        log(f"[prune] {cfg.name}: tensor_parallel {cfg.parallel.tensor_parallel} -> 1; every rank is a "
+            "data-parallel rank (the frozen model needs no gradients or optimizer state)")
+    parallel.setup(dataclasses.replace(cfg.parallel, tensor_parallel=1), seed=cfg.seed)
     plan = plan_run(cfg)
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or Path(out_dir) / "data-cache")
+                          cache_dir=cfg.data.cache_dir or Path(out_dir) / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
     t0 = time.perf_counter()
     model, info = load_model(source, seq_length=plan.seq_length)
-    masks = learn_masks(model, splits, k=target_ffn, steps=steps, global_batch=cfg.global_batch, lr=lr, log=log)
-    state = pruned_state_dict(model, masks)
+    if torch.cuda.is_available() and cfg.parallel.precision == "bf16":  # frozen: bf16 weights, fp32 scores
+        model = model.bfloat16()
+    masks = learn_masks(model, splits, k=target_ffn, steps=steps, global_batch=cfg.global_batch,
+                        micro_batch=cfg.micro_batch, lr=lr, log=log)
+    state = {k: v.float() for k, v in pruned_state_dict(model, masks).items()}
     masks.remove()
     shape = model_shape_of(info).with_(ffn_hidden_size=target_ffn)
     kernels = info.manifest.get("kernels", "local")

@@ -21,10 +21,10 @@ from manifests.errors import ConfigError
 from . import checkpoint as ckpt
 from . import parallel
 from .config import TrainConfig
-from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits
+from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits, valid_share_for
 from .losses import cross_entropies, distillation_loss, masked_mean
 from .model import build_model, get_shape
-from .optim import build_optimizer, clip_grad_norm_
+from .optim import build_optimizer, skip_or_clip_grad_norm_
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class TrainResult:
     label_losses: list[float] = field(default_factory=list)  # cross-entropy against the true labels
     eval_history: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out label CE)
     eval_accuracy: float = float("nan")  # held-out next-token accuracy at the end
+    grad_norms: list[float] = field(default_factory=list)  # global gradient norm before clipping, per step
+    skipped_steps: int = 0  # steps dropped whole because the gradient norm was >= drop_norm (or not finite)
     tokens_seen: int = 0
     seconds: float = 0.0
     tokens_per_second: float = 0.0
@@ -122,22 +124,35 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
                           f"{cfg.micro_batch} x data-parallel size {dp_size}")
     n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
+    check_memory(cfg, seq_length=plan.seq_length, log=log)
     run_dir = Path(cfg.out_dir)
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=plan.steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache")
+                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache",
+                          valid_share=valid_share_for(cfg.data, plan.blend))
 
     parallel.seed_everything(cfg.seed)
     model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
-                        kernels=cfg.parallel.kernels)
+                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute,
+                        bf16=dev.type == "cuda" and cfg.parallel.precision == "bf16",
+                        deterministic=cfg.parallel.deterministic)
     if cfg.init_from:
         ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
-    optimizer = build_optimizer(model, cfg.optim)
+    # GPU: megatron's native bf16 / DDP / distributed optimizer (training/gpu_optim.py, unexecuted here);
+    # CPU, or fp32 without sharding: the model as built, torch DDP and the optimizer directly
+    megatron_path = dev.type == "cuda" and (cfg.parallel.precision == "bf16" or cfg.parallel.distributed_optimizer)
+    if megatron_path:
+        from .gpu_optim import wrap_for_gpu
+
+        train_model, optimizer = wrap_for_gpu(model, cfg)
+    else:
+        train_model, optimizer = model, build_optimizer(model, cfg.optim)
     schedule = cfg.optim.schedule(plan.steps)
-    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch) \
-        if cfg.distill else None
+    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch,
+                                        bf16=cfg.parallel.precision == "bf16") if cfg.distill else None
 
     start_step = 0
+    result_skipped = 0
     info = ckpt.latest(run_dir) if resume == "auto" else (ckpt.open_checkpoint(resume) if resume else None)
     if info is not None:
         if info.manifest["data"]["source_id"] != plan.blend.id or info.manifest["steps_total"] != plan.steps:
@@ -147,19 +162,18 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         ckpt.load_weights(info, model)
         ckpt.load_training_state(info, optimizer)
         start_step = info.step
+        result_skipped = int(info.manifest.get("skipped_steps", 0))
         log(f"[{cfg.name}] resumed from {info.directory} at step {start_step}")
 
-    train_model = model
-    if dp_size > 1:
+    if dp_size > 1 and not megatron_path:
         from megatron.core import parallel_state
 
         train_model = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[dev.index] if dev.type == "cuda" else None,
             process_group=parallel_state.get_data_parallel_group())
-    use_bf16 = cfg.parallel.precision == "bf16" and dev.type == "cuda"
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else contextlib.nullcontext
+    autocast = contextlib.nullcontext  # bf16 is native (bf16 weights), not autocast over fp32 weights
 
-    result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps)
+    result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps, skipped_steps=result_skipped)
     tokens_per_step = cfg.global_batch * plan.seq_length
     end_step = min(plan.steps, stop_after) if stop_after else plan.steps
     if cfg.init_from and start_step == 0:  # where the previous stage (or pruning) left the model
@@ -169,7 +183,8 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
     t0 = time.perf_counter()
     model.train()
     for step in range(start_step, end_step):
-        lr_factor = schedule.apply(optimizer, step)
+        # as in AXLearn, a dropped step does not advance the schedule (its count lives in the optimizer state)
+        lr_factor = schedule.apply(optimizer, step - result.skipped_steps)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = ce_sum = 0.0
         for micro in range(n_micro):
@@ -190,8 +205,9 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
                 (loss / n_micro).backward()
             loss_sum += float(loss.detach()) / n_micro
             ce_sum += float(ce.detach()) / n_micro
-        clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-        optimizer.step()
+        if not optimizer_step(model, optimizer, cfg.optim, result):
+            log(f"[{cfg.name}] step {step + 1}: gradient norm {result.grad_norms[-1]:.3g} >= drop_norm "
+                f"{cfg.optim.drop_norm}: step skipped ({result.skipped_steps} so far)")
         if dp_size > 1:  # log the global batch's loss, not this rank's share
             loss_sum, ce_sum = _dp_mean([loss_sum, ce_sum], dev)
         result.losses.append(loss_sum)
@@ -200,6 +216,7 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
         if cfg.log_every and (done % cfg.log_every == 0 or done == end_step):
             rate = (done - start_step) * tokens_per_step / (time.perf_counter() - t0)
             log(f"[{cfg.name}] step {done}/{plan.steps} loss {loss_sum:.4f} lr x{lr_factor:.3f} "
+                f"grad norm {result.grad_norms[-1]:.3g} skipped {result.skipped_steps} "
                 f"{rate:,.0f} tok/s{_mfu(cfg, plan, rate)}")
         if cfg.eval_every and done % cfg.eval_every == 0 and done != end_step:
             metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
@@ -213,9 +230,47 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
     result.eval_history.append((end_step, metrics["loss"]))
     result.eval_accuracy = metrics["accuracy"]
     log(f"[{cfg.name}] held-out loss {result.eval_loss:.4f} accuracy {result.eval_accuracy:.3f} after {end_step} steps "
-        f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s)")
+        f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s, {result.skipped_steps} skipped)")
     result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
     return result
+
+
+def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
+    """Refuse to start a run that the memory plan says cannot fit: against parallel.gpu_memory when set,
+    else the GPU's own memory; nothing to check on a CPU run without a budget."""
+    import torch.distributed as dist
+
+    from .memory import parse_bytes, plan_for_config
+
+    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    if budget is None and torch.cuda.is_available():
+        budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    if budget is None:
+        return
+    gpus = dist.get_world_size() if dist.is_initialized() else 1
+    mem = plan_for_config(cfg, gpus=gpus, gpu_bytes=budget, seq_length=seq_length)
+    if not mem.fits:
+        raise ConfigError(f"{cfg.name}: the memory plan says this run does not fit; not starting.\n{mem.table()}\n"
+                          "Lower micro_batch, set parallel.recompute (selective/full), parallel.precision bf16, "
+                          "parallel.distributed_optimizer, or more tensor parallelism.")
+    log(f"[{cfg.name}] memory plan: {mem.total / 2**30:.1f} of {budget / 2**30:.1f} GiB per GPU "
+        f"(largest micro-batch {mem.largest_micro_batch})")
+
+
+def optimizer_step(model, optimizer, optim_cfg, result: TrainResult | None = None) -> bool:
+    """AXLearn's skip-and-clip then the optimizer: returns False (and leaves parameters and optimizer state
+    untouched) when the global gradient norm is not finite or is >= drop_norm. Shared by every recipe."""
+    if hasattr(optimizer, "step_or_skip"):  # the GPU path's megatron optimizer (gpu_optim.MegatronAFM)
+        norm, keep = optimizer.step_or_skip(optim_cfg)
+    else:
+        norm, keep = skip_or_clip_grad_norm_(model.parameters(), max_norm=optim_cfg.grad_clip,
+                                             drop_norm=optim_cfg.drop_norm)
+        if keep:
+            optimizer.step()
+    if result is not None:
+        result.grad_norms.append(norm)
+        result.skipped_steps += 0 if keep else 1
+    return keep
 
 
 def _dp_mean(values: list[float], dev) -> list[float]:
@@ -254,7 +309,8 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
                  "seq_length": plan.seq_length, "vocab_size": plan.blend.vocab_size, "eod_id": plan.blend.eod_id},
         "data_position": {"samples_consumed": step * cfg.global_batch, "global_batch": cfg.global_batch},
         "seed": cfg.seed,
-        "rng": "optim/rank-*.pt holds torch CPU/CUDA generator states",
+        "rng": "optim/rank-*.pt holds torch CPU/CUDA, megatron RNG-tracker, Python and numpy generator states",
+        "deterministic": cfg.parallel.deterministic,
         "model_shape": asdict(cfg.model),
         "rotary_base": cfg.rotary_base,
         "kernels": cfg.parallel.kernels,
@@ -263,5 +319,6 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
         "eval": [list(e) for e in result.eval_history],
         "eval_accuracy": None if math.isnan(result.eval_accuracy) else result.eval_accuracy,  # nan: tp > 1
         "last_loss": result.losses[-1] if result.losses else None,
+        "skipped_steps": result.skipped_steps,  # dropped by drop_norm; the schedule is at step - skipped
     }
     return ckpt.save(Path(cfg.out_dir) / f"step-{step:07d}", model=model, optimizer=optimizer, manifest=manifest)

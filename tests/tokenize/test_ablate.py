@@ -93,7 +93,7 @@ def test_cli_build_show_and_ablate(catalog, tokenizer, tmp_path, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert shown["weights_normalised"] is True and [c["weight_given"] for c in shown["components"]] == [2.0, 2.0]
     assert main(["mix", "--root", root, "ablate", "cli-mix", "--delta", "0.5", "--components", "code",
-                 "--out", str(tmp_path / "abl")]) == 0
+                 "--proxy", "unigram", "--out", str(tmp_path / "abl")]) == 0
     assert (tmp_path / "abl" / "ablation.png").exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml_path.read_text().replace("dataset: code", "dataset: missing-version"))

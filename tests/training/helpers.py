@@ -5,7 +5,7 @@ from __future__ import annotations
 from training.config import from_dict
 
 
-def tiny_cfg(root, out_dir, *, name="t", mixture="tiny-core", shape="tiny", steps=40, batch=16, lr=0.3,
+def tiny_cfg(root, out_dir, *, name="t", mixture="tiny-core", shape="tiny", steps=40, batch=16, lr=0.03,
              stage="core", **extra):
     raw = {
         "name": name, "stage": stage,

@@ -29,3 +29,20 @@ def test_full_scale_configs_have_the_report_values():
     context = load_config(CONFIGS / "afm-on-device-context.yaml")
     assert context.stage == "context-lengthening" and context.rotary_base == 6_315_089
     assert context.parallel.precision == "bf16" and context.parallel.tensor_parallel == 2
+
+
+def test_transformer_engine_configs_have_it_in_the_gpu_requirements():
+    import tomllib
+
+    root = CONFIGS.parents[1]
+    gpu_reqs = (root / "requirements/gpu/train.txt").read_text()
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    te_configs = [p.name for p in CONFIGS.glob("*.yaml") if load_config(p).parallel.kernels == "transformer_engine"]
+    assert te_configs  # the full-size configs
+    assert any(line.startswith("transformer-engine[pytorch]") for line in gpu_reqs.splitlines())
+    assert any(dep.startswith("transformer-engine[pytorch]") for dep in extra)
+    for p in CONFIGS.glob("afm-*.yaml"):  # every full-size training config: bf16, sharded optimizer, recompute
+        if p.stem.endswith("-prune"):  # mask learning: a frozen model, no optimizer state to shard
+            continue
+        par = load_config(p).parallel
+        assert (par.precision, par.distributed_optimizer) == ("bf16", True) and par.recompute != "none", p.name

@@ -25,7 +25,7 @@ def test_cli_pretrain_show_and_shapes(byte_root, tmp_path, capsys):
     config.write_text(json.dumps({  # JSON is YAML
         "name": "cli", "model": {"shape": "tiny", "vocab_size": 256},
         "data": {"mixture": "tiny-core", "valid_samples": 16},
-        "optim": {"peak_lr": 0.3, "warmup_steps": 2, "mup_base_width": 64},
+        "optim": {"peak_lr": 0.03, "warmup_steps": 2, "mup_base_width": 64},
         "global_batch": 8, "micro_batch": 8, "log_every": 5}))
     out_dir = tmp_path / "out"
     assert cidermill(["train", "pretrain", str(config), "--steps", "5", "--out-dir", str(out_dir),

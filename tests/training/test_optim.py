@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,41 +12,86 @@ import torch
 from training.optim import AFMRMSPropMomentum, OptimConfig, WarmupCosine, clip_grad_norm_, param_groups
 
 
-def reference_steps(theta, grads, *, lr, wd, schedule, beta1=0.95, beta2=0.95, eps=1e-30):
-    """Section 3.2.4 of the report, written out in numpy (float64), one block."""
-    theta = np.array(theta, dtype=np.float64)
-    v = np.zeros_like(theta)
-    m = np.zeros_like(theta)
+def reference_steps(blocks, grads, *, lr, wd, schedule, beta1=0.95, beta2=0.95, eps_square=1e-30, threshold=1.0):
+    """AXLearn's adastar as its AFM learner sets it (gradient EMA off; g² + eps_square EMA, debiased; raw update
+    clipped to RMS `threshold`: u / max(1, sqrt(mean(u²)) / threshold); update EMA not debiased; decoupled
+    decay scaled by the schedule), written out in float64 numpy for a list of blocks, one step at a time."""
+    theta = [np.array(b, dtype=np.float64) for b in blocks]
+    nu = [np.zeros_like(b) for b in theta]
+    mu = [np.zeros_like(b) for b in theta]
     out = []
-    for t, (g, s) in enumerate(zip(grads, schedule), start=1):
-        g = np.array(g, dtype=np.float64)
-        v = beta2 * v + (1 - beta2) * (g * g + eps)
-        u = g / np.sqrt(v / (1 - beta2 ** t))
-        u = u * min(1.0, 1.0 / np.linalg.norm(u))
-        m = beta1 * m + (1 - beta1) * u
-        theta = theta - s * (lr * m + wd * theta)
-        out.append(theta.copy())
+    for count, (step_grads, s) in enumerate(zip(grads, schedule), start=1):
+        new = []
+        for i, g in enumerate(step_grads):
+            g = np.array(g, dtype=np.float64)
+            nu[i] = beta2 * nu[i] + (1 - beta2) * (g ** 2 + eps_square)
+            nu_hat = nu[i] / (1 - beta2 ** count)
+            raw = g / nu_hat ** 0.5
+            rms = np.sqrt(np.mean(raw ** 2))
+            raw = raw / max(1.0, rms / threshold)
+            mu[i] = beta1 * mu[i] + (1 - beta1) * raw
+            theta[i] = theta[i] - s * (lr * mu[i] + wd * theta[i])
+            new.append(theta[i].copy())
+        out.append(new)
     return out
 
 
-def test_afm_optimizer_matches_hand_computation():
-    theta0 = [[1.0, -2.0], [0.5, 3.0]]
-    grads = [[[0.3, -0.1], [0.02, 0.5]], [[-0.2, 0.4], [0.1, 0.1]], [[0.05, 0.05], [-0.3, 0.0]],
-             [[1e-3, -2.0], [0.7, 0.2]]]
-    schedule = [1.0, 0.8, 0.5, 0.25]
-    lr, wd = 0.1, 0.01
-    p = torch.nn.Parameter(torch.tensor(theta0, dtype=torch.float64))
-    opt = AFMRMSPropMomentum([{"params": [p], "lr": lr, "weight_decay": wd}], lr=lr)
-    want = reference_steps(theta0, grads, lr=lr, wd=wd, schedule=schedule)
-    for g, s, expected in zip(grads, schedule, want):
+def _run_torch(blocks, grads, schedule, *, lr, wd, update_clip=1.0):
+    params = [torch.nn.Parameter(torch.tensor(b, dtype=torch.float64)) for b in blocks]
+    opt = AFMRMSPropMomentum([{"params": params, "lr": lr, "weight_decay": wd}], lr=lr, update_clip=update_clip)
+    out = []
+    for step_grads, s in zip(grads, schedule):
         opt.param_groups[0]["lr"] = lr * s  # what WarmupCosine.apply sets
         opt.param_groups[0]["schedule"] = s
-        p.grad = torch.tensor(g, dtype=torch.float64)
+        for p, g in zip(params, step_grads):
+            p.grad = torch.tensor(g, dtype=torch.float64)
         opt.step()
-        np.testing.assert_allclose(p.detach().numpy(), expected, rtol=1e-6, atol=1e-7)
-    # step 1 by hand: v̂ = g² so u = sign(g), ‖u‖ = 2 -> u/2; m = 0.05·u/2; θ -= 0.1·m + 0.01·θ
-    assert want[0][0][0] == pytest.approx(1.0 - 0.1 * 0.05 * 0.5 - 0.01 * 1.0)
-    assert want[0][0][1] == pytest.approx(-2.0 + 0.1 * 0.05 * 0.5 + 0.01 * 2.0)
+        out.append([p.detach().numpy().copy() for p in params])
+    return out
+
+
+def test_afm_optimizer_matches_axlearn_adastar_reference():
+    rng = np.random.default_rng(0)
+    # a 2x2 block, a 64-entry block (where an L2 clip and an RMS clip differ by 8x) and a 1-entry gain
+    blocks = [[[1.0, -2.0], [0.5, 3.0]], rng.normal(size=(8, 8)).tolist(), [0.7]]
+    grads = [[rng.normal(scale=sc, size=np.shape(b)).tolist() for b, sc in zip(blocks, (0.3, 1.0, 0.01))]
+             for _ in range(6)]
+    grads[3][1] = np.zeros((8, 8)).tolist()  # a step with no signal for one block (eps_square keeps it finite)
+    schedule = [0.2, 0.6, 1.0, 0.9, 0.5, 0.25]
+    for threshold in (1.0, 0.3):
+        want = reference_steps(blocks, grads, lr=0.1, wd=0.01, schedule=schedule, threshold=threshold)
+        got = _run_torch(blocks, grads, schedule, lr=0.1, wd=0.01, update_clip=threshold)
+        for w_step, g_step in zip(want, got):
+            for w, g in zip(w_step, g_step):
+                np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_first_step_by_hand_rms_clip_not_l2():
+    # step 1: nu_hat = g² (+1e-30), so raw = sign(g) and rms(raw) = 1 for any block size: no clip at
+    # threshold 1, halved at threshold 0.5. Each entry then moves by s·lr·(1 - β1)·raw = 0.1·0.05 = 0.005,
+    # for a 100-entry block as for a 1-entry one (an L2 clip would give 0.005 / 10 for the big block).
+    g = torch.tensor([3.0, -1e-3] * 50)
+    for clip, per_entry in ((1.0, 0.005), (0.5, 0.0025)):
+        p = torch.nn.Parameter(torch.zeros(100))
+        opt = AFMRMSPropMomentum([{"params": [p], "lr": 0.1, "weight_decay": 0.0}], lr=0.1, update_clip=clip)
+        p.grad = g.clone()
+        opt.step()
+        assert p.detach()[:2].tolist() == pytest.approx([-per_entry, per_entry])
+    # step 2 with a gradient 10x the first in one entry only: raw = g / sqrt(nu_hat) is 10/sqrt(0.95·1+0.05·100)·...
+    # rms > 1 there, so the block is scaled down to rms exactly 1 before the update EMA
+    p = torch.nn.Parameter(torch.zeros(4))
+    opt = AFMRMSPropMomentum([{"params": [p], "lr": 1.0, "weight_decay": 0.0}], lr=1.0)
+    p.grad = torch.ones(4)
+    opt.step()  # m = 0.05
+    p.grad = torch.tensor([10.0, 1.0, 1.0, 1.0])
+    nu_hat = (0.95 * 0.05 * torch.tensor([1.0] * 4) + 0.05 * p.grad ** 2) / (1 - 0.95 ** 2)
+    raw = p.grad / nu_hat.sqrt()
+    assert float(raw.pow(2).mean().sqrt()) > 1.0
+    raw = raw / raw.pow(2).mean().sqrt()
+    before = p.detach().clone()
+    opt.step()
+    expected_m = 0.95 * 0.05 + 0.05 * raw
+    np.testing.assert_allclose((before - p.detach()).numpy(), expected_m.numpy(), rtol=1e-5)
 
 
 def test_zero_gradient_block_stays_finite():
@@ -90,3 +136,70 @@ def test_mup_simple_scales_linear_layers_only():
     unscaled = [g for g in groups if g["lr_mult"] == 1.0]
     decay = {g["weight_decay"]: sum(p.numel() for p in g["params"]) for g in unscaled}
     assert decay == {1e-4: 80, 0.0: 16}  # embedding decays, norm gain and bias do not
+
+
+def test_huge_gradient_norm_skips_the_whole_step():
+    from training.trainer import TrainResult, optimizer_step
+
+    model = torch.nn.Linear(4, 3, bias=False)
+    cfg = OptimConfig(peak_lr=0.1, grad_clip=1.0, drop_norm=100.0)
+    opt = AFMRMSPropMomentum([{"params": list(model.parameters()), "lr": 0.1, "weight_decay": 0.0}], lr=0.1)
+    result = TrainResult(run_dir=None, checkpoint=None, steps=3)
+    before = model.weight.detach().clone()
+    model.weight.grad = torch.full((3, 4), 50.0)  # norm sqrt(12)·50 = 173 >= 100
+    assert optimizer_step(model, opt, cfg, result) is False
+    assert torch.equal(model.weight.detach(), before) and not opt.state  # no update, no state
+    assert result.skipped_steps == 1 and result.grad_norms[-1] == pytest.approx(50 * 12 ** 0.5)
+    model.weight.grad = torch.full((3, 4), float("nan"))  # a non-finite norm is dropped too
+    assert optimizer_step(model, opt, cfg, result) is False and result.skipped_steps == 2
+    model.weight.grad = torch.full((3, 4), 20.0)  # norm 69 < 100: clipped to 1, then stepped
+    assert optimizer_step(model, opt, cfg, result) is True
+    assert opt.state[model.weight]["step"] == 1 and not torch.equal(model.weight.detach(), before)
+    assert result.skipped_steps == 2
+
+
+def test_trainer_counts_dropped_steps_and_keeps_weights(byte_root, tmp_path):
+    from training.trainer import train
+
+    from .helpers import tiny_cfg
+
+    lines = []
+    # drop_norm below any gradient norm of a fresh model: every step is dropped, the weights never move
+    cfg = tiny_cfg(byte_root, tmp_path / "drop", steps=3, batch=4, optim={
+        "name": "afm_rmsprop", "peak_lr": 0.3, "warmup_steps": 1, "mup_base_width": 64, "drop_norm": 1e-6})
+    r = train(cfg, log=lines.append)
+    assert r.skipped_steps == 3 and all(n >= 1e-6 for n in r.grad_norms)
+    assert sum("step skipped" in line for line in lines) == 3
+    init = train(tiny_cfg(byte_root, tmp_path / "init", steps=1, batch=4, optim={
+        "name": "afm_rmsprop", "peak_lr": 1e-12, "weight_decay": 0.0, "warmup_steps": 1, "mup_base_width": 64}), log=lambda *_: None)
+    assert r.eval_loss == pytest.approx(init.eval_loss, abs=1e-6)  # untrained model's held-out loss
+    m = json.loads((r.checkpoint / "checkpoint.json").read_text())
+    assert m["skipped_steps"] == 3
+
+
+def test_block_rms_over_distributed_optimizer_shards_equals_whole_blocks():
+    # megatron's distributed optimizer hands each data-parallel rank flat slices of blocks; the GPU path's
+    # reducer sums each block's slices (here: two slices of one block, and one whole block, on one rank)
+    from training import parallel
+    from training.gpu_optim import _DPBlockReduce
+    from training.parallel import ParallelConfig
+
+    parallel.setup(ParallelConfig(), seed=1)
+    import torch.distributed as dist
+
+    torch.manual_seed(0)
+    a, b = torch.nn.Parameter(torch.randn(4, 6)), torch.nn.Parameter(torch.randn(5))
+    grads = [(torch.randn(4, 6), torch.randn(5) * 0.01) for _ in range(4)]
+    whole = [a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()]
+    ref = AFMRMSPropMomentum([{"params": whole, "lr": 0.1, "weight_decay": 0.01}], lr=0.1)
+    shards = [a.detach().view(-1)[:10].clone(), a.detach().view(-1)[10:].clone(), b.detach().clone()]
+    opt = AFMRMSPropMomentum([{"params": shards, "lr": 0.1, "weight_decay": 0.01}], lr=0.1)
+    opt.block_reduce = _DPBlockReduce([a, b], {id(shards[0]): a, id(shards[1]): a, id(shards[2]): b},
+                                      dist.group.WORLD)
+    for ga, gb in grads:
+        whole[0].grad, whole[1].grad = ga.clone(), gb.clone()
+        shards[0].grad, shards[1].grad, shards[2].grad = ga.view(-1)[:10].clone(), ga.view(-1)[10:].clone(), gb.clone()
+        ref.step()
+        opt.step()
+    torch.testing.assert_close(torch.cat([shards[0], shards[1]]).view(4, 6), whole[0].detach())
+    torch.testing.assert_close(shards[2], whole[1].detach())

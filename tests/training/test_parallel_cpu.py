@@ -28,7 +28,7 @@ def free_port() -> int:
 def run_config(tmp_path, byte_root, name, *, tp, micro, nproc) -> dict:
     cfg = {"name": name, "model": {"shape": "tiny", "vocab_size": 256},
            "data": {"mixture": "tiny-core", "root": str(byte_root), "valid_samples": 16},
-           "optim": {"peak_lr": 0.3, "warmup_steps": 3, "mup_base_width": 64},
+           "optim": {"peak_lr": 0.03, "warmup_steps": 3, "mup_base_width": 64},
            "parallel": {"tensor_parallel": tp}, "global_batch": 8, "micro_batch": micro, "steps": 8,
            "seed": 7, "log_every": 0, "out_dir": str(tmp_path / name)}
     path = tmp_path / f"{name}.yaml"

@@ -19,9 +19,9 @@ def test_three_stages_from_mixtures_with_falling_loss(byte_root, tmp_path):
     configs = [
         tiny_cfg(byte_root, tmp_path / "core", name="core", mixture="tiny-core", steps=60),
         tiny_cfg(byte_root, tmp_path / "continued", name="continued", mixture="tiny-continued", stage="continued",
-                 steps=15, batch=8, lr=0.1),
+                 steps=15, batch=8, lr=0.01),
         tiny_cfg(byte_root, tmp_path / "context", name="context", mixture="tiny-context",
-                 stage="context-lengthening", steps=15, batch=4, lr=0.1, rotary_base=6_315_089),
+                 stage="context-lengthening", steps=15, batch=4, lr=0.01, rotary_base=6_315_089),
     ]
     core, continued, context = run_stages(configs, log=quiet)
     first, last = sum(core.losses[:5]) / 5, sum(core.losses[-5:]) / 5
@@ -65,3 +65,37 @@ def test_config_errors_say_the_fix(byte_root, tmp_path):
         tiny_cfg(byte_root, tmp_path, shape="huge")
     with pytest.raises(ConfigError, match="differs from the mixture"):
         train(tiny_cfg(byte_root, tmp_path, seq_length=32), log=quiet)
+
+
+def test_held_out_split_by_documents_or_tokens(byte_root, tmp_path):
+    import numpy as np
+    import torch
+
+    from training.data import blend_from_mixture, valid_fraction
+
+    blend = blend_from_mixture("tiny-core", root=str(byte_root))
+    docs = toks = 0
+    for _, prefix in blend.components:  # the .idx header read directly: int32 lengths after the counts
+        raw = open(prefix + ".idx", "rb").read()
+        n_seq = int(np.frombuffer(raw[18:26], dtype=np.int64)[0])
+        n_doc = int(np.frombuffer(raw[26:34], dtype=np.int64)[0])
+        docs += n_doc - 1
+        toks += int(np.frombuffer(raw[34:34 + 4 * n_seq], dtype=np.int32).sum())
+    assert valid_fraction(blend, documents=10) == pytest.approx(10 / docs)
+    assert valid_fraction(blend, tokens=20_000) == pytest.approx(20_000 / toks)
+    assert valid_fraction(blend) == 0.05
+    with pytest.raises(ConfigError, match="not less than the data"):
+        valid_fraction(blend, tokens=10 * toks)
+    with pytest.raises(ConfigError, match="at most one of"):
+        tiny_cfg(byte_root, tmp_path, data={"mixture": "tiny-core", "root": str(byte_root), "valid_documents": 5,
+                                             "valid_tokens": 100})
+    cfg = tiny_cfg(byte_root, tmp_path / "docs", steps=2, batch=4, parallel={"deterministic": True},
+                   data={"mixture": "tiny-core", "root": str(byte_root), "valid_samples": 8, "valid_tokens": 30_000})
+    try:
+        r = train(cfg, log=quiet)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    m = open_checkpoint(r.checkpoint).manifest
+    assert m["deterministic"] is True and m["config"]["data"]["valid_tokens"] == 30_000
+    rank = torch.load(r.checkpoint / "optim" / "rank-00000.pt", weights_only=False)
+    assert {"rng_cpu", "rng_tracker", "rng_python", "rng_numpy"} <= set(rank)

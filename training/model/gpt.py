@@ -25,13 +25,18 @@ def afm_layer_spec(kernels: str = "local"):
         except ImportError:
             from manifests.errors import ConfigError
 
-            raise ConfigError("parallel.kernels=transformer_engine needs the transformer-engine package "
-                              "(GPU images ship it); use kernels: local otherwise") from None
+            raise ConfigError("parallel.kernels=transformer_engine needs the transformer-engine package: "
+                              "pip install -r requirements/gpu/train.txt on a GPU machine; use kernels: local "
+                              "otherwise") from None
         return gpt_layer_specs.get_gpt_layer_with_transformer_engine_spec(qk_layernorm=True)
     return gpt_layer_specs.get_gpt_layer_local_spec(qk_layernorm=True, normalization="RMSNorm")
 
 
-def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_init: bool | None = None):
+def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_init: bool | None = None,
+                       recompute: str = "none", bf16: bool = False, deterministic: bool = False):
+    """`recompute`: none | selective (megatron recomputes core attention in backward) | full (every layer
+    recomputed from its input, one layer per checkpoint). `bf16`: megatron's native bf16 path (the model is
+    wrapped in Float16Module by the GPU trainer; params_dtype/pipeline dtype set here)."""
     from megatron.core import parallel_state
     from megatron.core.transformer import TransformerConfig
 
@@ -62,11 +67,19 @@ def transformer_config(shape: ModelShape, *, init_std: float = 0.02, use_cpu_ini
         persist_layer_norm=False,
         apply_rope_fusion=False,
         use_cpu_initialization=use_cpu_init,
+        recompute_granularity=None if recompute == "none" else recompute,
+        recompute_method="uniform" if recompute == "full" else None,
+        recompute_num_layers=1 if recompute == "full" else None,
+        bf16=bf16,
+        deterministic_mode=deterministic,
+        params_dtype=torch.bfloat16 if bf16 else torch.float32,
+        pipeline_dtype=torch.bfloat16 if bf16 else torch.float32,
     )
 
 
 def build_model(shape: ModelShape, *, seq_length: int, rotary_base: int = 500_000, init_std: float = 0.02,
-                parallel_output: bool = True, kernels: str = "local"):
+                parallel_output: bool = True, kernels: str = "local", recompute: str = "none", bf16: bool = False,
+                deterministic: bool = False):
     """A GPTModel on the current device. forward(tokens [B,S], position_ids [B,S], None) gives logits
     [B,S,V/tp] (this rank's vocabulary shard; `parallel_output=False` gathers the full [B,S,V])."""
     from megatron.core.models.gpt import GPTModel
@@ -74,7 +87,8 @@ def build_model(shape: ModelShape, *, seq_length: int, rotary_base: int = 500_00
     from ..parallel import device
 
     model = GPTModel(
-        config=transformer_config(shape, init_std=init_std),
+        config=transformer_config(shape, init_std=init_std, recompute=recompute, bf16=bf16,
+                                  deterministic=deterministic),
         transformer_layer_spec=afm_layer_spec(kernels),
         vocab_size=shape.vocab_size,
         max_sequence_length=seq_length,

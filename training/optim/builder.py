@@ -29,7 +29,8 @@ class OptimConfig:
     beta2: float = 0.95
     eps: float = 1e-30
     grad_clip: float = 1.0  # global gradient norm, applied first
-    update_clip: float = 1.0  # per-block update norm (AFM optimizer only)
+    drop_norm: float | None = 100.0  # skip the whole step when the global gradient norm is >= this (AXLearn)
+    update_clip: float = 1.0  # per-block update RMS (AFM optimizer only; AXLearn's raw_update_clipping_threshold)
     mup_base_width: int | None = None  # None: no μParam scaling
 
     def __post_init__(self):
@@ -39,6 +40,9 @@ class OptimConfig:
             raise ConfigError(f"optim.peak_lr must be > 0; got {self.peak_lr}")
         if self.weight_decay < 0:
             raise ConfigError(f"optim.weight_decay must be >= 0; got {self.weight_decay}")
+        if self.grad_clip <= 0 or (self.drop_norm is not None and self.drop_norm <= 0):
+            raise ConfigError(f"optim.grad_clip ({self.grad_clip}) and optim.drop_norm ({self.drop_norm}) must be "
+                              "> 0 (drop_norm may be null: never skip a step)")
         if self.mup_base_width is not None and self.mup_base_width <= 0:
             raise ConfigError(f"optim.mup_base_width must be > 0 or null; got {self.mup_base_width}")
 
