@@ -1,0 +1,2 @@
+"""Long context."""
+TASKS = {}

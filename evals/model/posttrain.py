@@ -1,0 +1,2 @@
+"""Post-training tasks (filled below)."""
+TASKS = {}
