@@ -38,7 +38,8 @@ def task_registry() -> dict[str, tuple[str, callable]]:
 SUITES = {  # per training stage (AFM report: pretraining benchmarks, then post-training ones)
     "pretrain": ["mmlu", "arc_easy", "arc_challenge", "piqa", "boolq", "winogrande", "lambada", "gsm8k", "math"],
     "gauntlet": None,  # filled in expand_tasks: every gauntlet log-likelihood file
-    "posttrain": ["ifeval", "bfcl", "humaneval", "mbpp", "summaries", "niah", "ruler"],
+    "posttrain": ["ifeval", "bfcl", "humaneval", "mbpp", "summaries"],
+    "longcontext": ["niah", "ruler_multikey", "ruler_multivalue", "ruler_vartrack"],
 }
 
 
