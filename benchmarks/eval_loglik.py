@@ -1,6 +1,7 @@
 """Log-likelihood scoring speed on CPU: ours (`eval model`'s megatron backend on the checkpoint, and its HF
 backend on the export) against lm-evaluation-harness's HFLM on the same HF export, on the same requests
-(ARC-Easy multiple choice from ../shared/data/benchmarks, 4 requests per item). Same torch thread count for all.
+(ARC-Easy multiple choice from ../shared/data/benchmarks, 4 requests per item). Same torch thread count for all;
+interleaved rounds, best time of each (the machine is shared).
 Prints items/s for each and the ratio ours / lm-eval (goal >= 1x).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/eval_loglik.py [--items 200] [--checkpoint DIR]
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=200)
     ap.add_argument("--checkpoint")
     ap.add_argument("--task", default="arc_easy")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,13 +52,6 @@ def main() -> None:
 
     ours = MegatronLM(ckpt)  # sets torch threads (CIDERMILL_TORCH_THREADS, default 1)
     threads = torch.get_num_threads()
-    timings = {}
-    for name, lm in (("ours (megatron)", ours), ("ours (hf backend)", HFLM(hf_dir))):
-        score_items(lm, items[:8])  # warm-up
-        t = time.perf_counter()
-        metrics, _ = score_items(lm, items)
-        timings[name] = (time.perf_counter() - t, metrics["acc"])
-
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM as PeerHFLM
 
@@ -64,9 +59,23 @@ def main() -> None:
     torch.set_num_threads(threads)
     inst = [Instance(request_type="loglikelihood", doc={}, arguments=r, idx=i) for i, r in enumerate(requests)]
     peer.loglikelihood(inst[:32], disable_tqdm=True)  # warm-up
-    t = time.perf_counter()
-    peer_out = peer.loglikelihood(inst, disable_tqdm=True)
-    peer_s = time.perf_counter() - t
+    runners = {"ours (megatron)": ours, "ours (hf backend)": HFLM(hf_dir)}
+    for lm in runners.values():
+        score_items(lm, items[:8])  # warm-up
+    # interleaved rounds, best of each: the machine is shared, so a single timing is noisy
+    best = {name: float("inf") for name in [*runners, "peer"]}
+    accs = {}
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        peer_out = peer.loglikelihood(inst, disable_tqdm=True)
+        best["peer"] = min(best["peer"], time.perf_counter() - t)
+        for name, lm in runners.items():
+            t = time.perf_counter()
+            metrics, _ = score_items(lm, items)
+            best[name] = min(best[name], time.perf_counter() - t)
+            accs[name] = metrics["acc"]
+    peer_s = best["peer"]
+    timings = {name: (best[name], accs[name]) for name in runners}
     k, correct = 0, 0
     for it in items:
         lls = [lp for lp, _ in peer_out[k: k + len(it.requests)]]

@@ -99,11 +99,14 @@ class _TokenLM(LM):
             tokens = torch.full((len(batch), longest), self.eod_id, dtype=torch.long)
             for row, (inp, _) in enumerate(batch):
                 tokens[row, : len(inp)] = torch.tensor(inp)
-            logp = F.log_softmax(self.logits(tokens).float(), dim=-1).cpu()
+            logits = self.logits(tokens)  # [B, S, V]
             for row, (inp, conts) in enumerate(batch):
+                longest_cont = max(len(c) for _, c in conts)
+                # log-softmax only where continuations are scored (the vocabulary is 49k at full size)
+                tail = F.log_softmax(logits[row, len(inp) - longest_cont: len(inp)].float(), dim=-1).cpu()
                 for i, cont in conts:
                     n = len(cont)
-                    lp = logp[row, len(inp) - n: len(inp)]  # [n, V]
+                    lp = tail[longest_cont - n:]  # [n, V]
                     target = torch.tensor(cont)
                     out[i] = (float(lp.gather(-1, target[:, None]).sum()), bool((lp.argmax(-1) == target).all()))
             start += size
@@ -116,14 +119,23 @@ class MegatronLM(_TokenLM):
 
     name = "megatron"
 
-    def __init__(self, checkpoint: str | Path, *, max_length: int = 4096, token_budget: int = 4096):
+    def __init__(self, checkpoint: str | Path, *, max_length: int = 4096, token_budget: int = 4096,
+                 sdpa: bool = True):
         from training import parallel
         from training.checkpoint import open_checkpoint
         from training.trainer import load_model
 
         self.info = open_checkpoint(checkpoint)
-        parallel.setup(parallel.ParallelConfig(kernels=self.info.manifest.get("kernels", "local")))
-        self.model, _ = load_model(self.info.directory, seq_length=max_length, parallel_output=False)
+        kernels = self.info.manifest.get("kernels", "local")
+        parallel.setup(parallel.ParallelConfig(kernels=kernels))
+        # local layers: swap in fused SDPA core attention (evals/model/sdpa.py); TE layers are fused already
+        self.sdpa = sdpa and kernels == "local"
+        if self.sdpa:
+            from .sdpa import build_eval_model
+
+            self.model = build_eval_model(self.info, seq_length=max_length)
+        else:
+            self.model, _ = load_model(self.info.directory, seq_length=max_length, parallel_output=False)
         self.model.eval()
         self.device = parallel.device()
         self.max_length, self.token_budget = max_length, token_budget
@@ -134,7 +146,8 @@ class MegatronLM(_TokenLM):
         m = self.info.manifest
         return {"backend": self.name, "checkpoint": str(self.info.directory), "run": m.get("run"),
                 "stage": m.get("stage"), "step": m.get("step"), "tokens_seen": m.get("tokens_seen"),
-                "data": m["data"].get("source_id"), "eval_loss": (m.get("eval") or [[None, None]])[-1][1]}
+                "data": m["data"].get("source_id"), "eval_loss": (m.get("eval") or [[None, None]])[-1][1],
+                "core_attention": "sdpa" if self.sdpa else "megatron"}
 
     def encode(self, text):
         return self.tokenizer.encode(text)

@@ -124,3 +124,17 @@ def test_missing_data_names_what_to_set(tmp_path, monkeypatch):
 
     with pytest.raises(DataMissing, match="CIDERMILL_BENCHMARKS"):
         items_for("arc_easy", tmp_path, 5)
+
+
+@pytest.mark.slow
+def test_sdpa_core_attention_equals_megatron_attention(tiny_checkpoint, c4_docs):
+    import torch
+
+    fast, stock = MegatronLM(tiny_checkpoint), MegatronLM(tiny_checkpoint, sdpa=False)
+    assert fast.sdpa and not stock.sdpa
+    tokens = torch.tensor([fast.encode(d["text"][:150]) for d in c4_docs[:3] if len(d["text"].encode()) >= 150
+                           and len(fast.encode(d["text"][:150])) == 150])
+    with torch.no_grad():
+        assert float((fast.logits(tokens) - stock.logits(tokens)).abs().max()) < 1e-4
+    prompts = ["The city council", "Researchers at the university found that"]
+    assert fast.generate(prompts, max_new_tokens=10) == stock.generate(prompts, max_new_tokens=10)
