@@ -38,8 +38,9 @@ class LM(ABC):
     def loglikelihood(self, requests: Sequence[tuple[str, str]]) -> list[tuple[float, bool]]: ...
 
     @abstractmethod
-    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256,
-                 stop: Sequence[str] = ()) -> list[str]: ...
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 256, stop: Sequence[str] = (),
+                 temperature: float = 0.0, seed: int = 0) -> list[str]:
+        """Greedy when temperature == 0; else sampled (seeded: same seed, same prompts -> same texts)."""
 
     def describe(self) -> dict:
         return {"backend": self.name}
@@ -161,8 +162,8 @@ class MegatronLM(_TokenLM):
         return self.model(tokens, pos, None)
 
     @torch.no_grad()
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
-        """Greedy with megatron-core's static KV cache. A batch shares one cache offset, so prompts of
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
+        """Greedy (or sampled at `temperature`) with megatron-core's static KV cache. A batch shares one cache offset, so prompts of
         different lengths are handled by prefilling the shortest and feeding the rest of each longer prompt
         token by token (forced) until it ends; batches are formed from prompts of similar length."""
         from megatron.core.inference.contexts import StaticInferenceContext
@@ -171,6 +172,7 @@ class MegatronLM(_TokenLM):
         order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(prompts)
         batch_size = max(1, self.token_budget // max(1, max(map(len, encoded), default=1) + max_new_tokens))
+        gen_rng = torch.Generator(device=self.device).manual_seed(seed)
         for b in range(0, len(order), batch_size):
             idx = order[b: b + batch_size]
             seqs = [encoded[i] for i in idx]
@@ -183,7 +185,11 @@ class MegatronLM(_TokenLM):
             gen: list[list[int]] = [[] for _ in idx]
             done = [False] * len(idx)
             for t in range(shortest, longest + max_new_tokens):
-                nxt = logits[:, -1].argmax(-1).tolist()
+                if temperature > 0:
+                    probs = torch.softmax(logits[:, -1].float() / temperature, dim=-1)
+                    nxt = torch.multinomial(probs, 1, generator=gen_rng)[:, 0].tolist()
+                else:
+                    nxt = logits[:, -1].argmax(-1).tolist()
                 step = []
                 for row, s in enumerate(seqs):
                     if t < len(s):  # still inside this prompt: feed its next token
@@ -236,12 +242,15 @@ class HFLM(_TokenLM):
         return self.model(tokens.to(self.device)).logits
 
     @torch.no_grad()
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
         out = []
+        torch.manual_seed(seed)
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else \
+            {"do_sample": False}
         for p in prompts:  # one at a time: no padding semantics to get wrong
             ids = torch.tensor([self.encode(p)[-(self.max_length - max_new_tokens):]], device=self.device)
-            gen = self.model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
-                                      pad_token_id=self.eod_id, eos_token_id=self.eod_id)
+            gen = self.model.generate(ids, max_new_tokens=max_new_tokens, pad_token_id=self.eod_id,
+                                      eos_token_id=self.eod_id, **sampling)
             out.append(cut_at_stop(self.decode(gen[0, ids.shape[1]:].tolist()), stop))
         return out
 
@@ -266,10 +275,10 @@ class OpenAIServerLM(LM):
         raise ConfigError("the openai backend cannot score log-likelihood tasks (chat servers return no "
                           "prompt log-probs); use --backend megatron, hf or vllm for them")
 
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
         from synth.backends.base import ChatRequest, SamplingParams
 
-        params = SamplingParams(max_tokens=max_new_tokens, temperature=0.0, stop=tuple(stop))
+        params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=seed, stop=tuple(stop))
         responses = self.backend.generate([ChatRequest.user(p, params=params, template_id="eval-model")
                                            for p in prompts])
         return [cut_at_stop(r.text, stop) for r in responses]
@@ -308,11 +317,11 @@ class VLLMLM(LM):  # pragma: no cover - GPU only
             result.append((total, greedy))
         return result
 
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
         from vllm import SamplingParams
 
-        outs = self.llm.generate(list(prompts), SamplingParams(max_tokens=max_new_tokens, temperature=0,
-                                                               stop=list(stop) or None))
+        outs = self.llm.generate(list(prompts), SamplingParams(max_tokens=max_new_tokens, temperature=temperature,
+                                                               seed=seed, stop=list(stop) or None))
         return [o.outputs[0].text for o in outs]
 
 

@@ -20,6 +20,9 @@ def add_model_parser(ksub) -> None:
     p.add_argument("--data-dir", help="benchmark data folder (default: $CIDERMILL_BENCHMARKS, bundled sets, "
                                       "../shared/data/benchmarks)")
     p.add_argument("--out", help="result folder (manifest.json + samples/); default data/evals/model/<name>")
+    p.add_argument("--code-samples", type=int, default=1,
+                   help="samples per HumanEval/MBPP problem: 1 = greedy pass@1; n > 1 = sampled, pass@k for k <= n")
+    p.add_argument("--judge", default="cpu", help="synth backend that grades summaries (cpu, openai, vllm)")
     p.add_argument("--list", action="store_true", help="list the tasks and exit")
     p.set_defaults(func=cmd_model)
 
@@ -44,7 +47,12 @@ def cmd_model(args) -> int:
         return 0
     tasks = expand_tasks(args.tasks)
     lm = load_lm(args.checkpoint, backend=args.backend, max_length=args.max_length, base_url=args.base_url)
-    result = evaluate(lm, tasks, limit=args.limit, data_dir=args.data_dir,
+    options = {t: {"samples": args.code_samples} for t in ("humaneval", "mbpp")}
+    if "summaries" in tasks:
+        from synth.backends import load_backend
+
+        options["summaries"] = {"judge": load_backend(args.judge)}
+    result = evaluate(lm, tasks, limit=args.limit, data_dir=args.data_dir, options=options,
                       log=(lambda *_: None) if args.json else print)
     out = Path(args.out or Path("data/evals/model") / Path(args.checkpoint).resolve().name)
     path = write_results(result, out)

@@ -28,8 +28,8 @@ class CappedLM:
     def loglikelihood(self, requests):
         return self.lm.loglikelihood(requests)
 
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
-        return self.lm.generate(prompts, max_new_tokens=min(max_new_tokens, self.cap), stop=stop)
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), **sampling):
+        return self.lm.generate(prompts, max_new_tokens=min(max_new_tokens, self.cap), stop=stop, **sampling)
 
     def describe(self):
         return {**self.lm.describe(), "max_new_tokens_cap": self.cap}

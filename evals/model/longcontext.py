@@ -94,5 +94,5 @@ def run_longcontext(task: str, lm, folder: Path, limit: int | None, *, lengths=L
             "prompt": "{haystack with needles}\\n\\nQuestion: {question}\\nAnswer:"}
 
 
-TASKS = {t: ("longcontext", (lambda t: lambda lm, f, lim: run_longcontext(t, lm, f, lim))(t))
+TASKS = {t: ("longcontext", (lambda t: lambda lm, f, lim, **kw: run_longcontext(t, lm, f, lim, **kw))(t))
          for t in ("niah", "ruler_multikey", "ruler_multivalue", "ruler_vartrack")}

@@ -121,28 +121,42 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def _code_task(name: str, problems: list[dict], lm, *, k: int = 1) -> dict:
-    outs = lm.generate([p["prompt"] for p in problems], max_new_tokens=256,
-                       stop=("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```"))
-    rows, total = [], 0.0
-    for p, out in zip(problems, outs):
-        passed = sandbox_judge(p["prompt"] + out, p["tests"])
-        total += pass_at_k(1, int(passed), k)
-        rows.append({"id": p["id"], "completion": out, "passed": passed})
-    return {"task": name, "family": "posttrain", "version": "v1-greedy",
-            "metrics": {f"pass@{k}": total / max(1, len(problems)), "n": len(problems)}, "samples": rows,
-            "prompt": "the problem's prompt (function signature + docstring), greedy, n=1"}
+CODE_SAMPLES = 1  # default samples per problem: 1 = greedy, pass@1; n > 1 samples at CODE_TEMPERATURE, pass@k<=n
+CODE_TEMPERATURE = 0.8
+CODE_STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\n```")
 
 
-def run_humaneval(lm, folder: Path, limit: int | None) -> dict:
+def _code_task(name: str, problems: list[dict], lm, *, samples: int = 0) -> dict:
+    n = samples or CODE_SAMPLES
+    if n == 1:
+        outs = [[o] for o in lm.generate([p["prompt"] for p in problems], max_new_tokens=256, stop=CODE_STOP)]
+    else:  # sample j of every problem uses seed j
+        per_seed = [lm.generate([p["prompt"] for p in problems], max_new_tokens=256, stop=CODE_STOP,
+                                temperature=CODE_TEMPERATURE, seed=j) for j in range(n)]
+        outs = [[per_seed[j][i] for j in range(n)] for i in range(len(problems))]
+    ks = sorted({1, n} | {k for k in (5, 10, 100) if k <= n})
+    rows, totals = [], {k: 0.0 for k in ks}
+    for p, completions in zip(problems, outs):
+        verdicts = [sandbox_judge(p["prompt"] + c, p["tests"]) for c in completions]
+        for k in ks:
+            totals[k] += pass_at_k(n, sum(verdicts), k)
+        rows.append({"id": p["id"], "completions": completions, "passed": verdicts})
+    metrics = {f"pass@{k}": totals[k] / max(1, len(problems)) for k in ks}
+    return {"task": name, "family": "posttrain", "version": "v1",
+            "metrics": {**metrics, "n": len(problems), "samples_per_problem": n},
+            "sampling": {"n": n, "temperature": 0.0 if n == 1 else CODE_TEMPERATURE, "seeds": list(range(n))},
+            "samples": rows, "prompt": "the problem's prompt (function signature + docstring)"}
+
+
+def run_humaneval(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
     rows = read_jsonl(data_file(folder, "humaneval/HumanEval.jsonl.gz"))
     rows = rows[:limit] if limit else rows
     problems = [{"id": r["task_id"], "prompt": r["prompt"],
                  "tests": r["test"] + f"\ncheck({r['entry_point']})\n"} for r in rows]
-    return _code_task("humaneval", problems, lm)
+    return _code_task("humaneval", problems, lm, samples=samples)
 
 
-def run_mbpp(lm, folder: Path, limit: int | None) -> dict:
+def run_mbpp(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
     rows = [r for r in read_jsonl(data_file(folder, "mbpp/mbpp.jsonl")) if 11 <= int(r["task_id"]) <= 510]
     rows = rows[:limit] if limit else rows
     problems = []
@@ -151,7 +165,7 @@ def run_mbpp(lm, folder: Path, limit: int | None) -> dict:
         prompt = f'"""{r["text"]}\n{r["test_list"][0]}\n"""\ndef {first}:\n' if first else f'"""{r["text"]}"""\n'
         problems.append({"id": f"mbpp-{r['task_id']}", "prompt": prompt,
                          "tests": (r.get("test_setup_code") or "") + "\n" + "\n".join(r["test_list"])})
-    return _code_task("mbpp", problems, lm)
+    return _code_task("mbpp", problems, lm, samples=samples)
 
 
 # ---- summaries graded by an LLM judge -------------------------------------------------------------------
@@ -198,10 +212,10 @@ def run_summaries(lm, folder: Path, limit: int | None, *, judge=None, documents:
             "samples": rows, "judge": judge.describe(), "prompt": JUDGE_TEMPLATE}
 
 
-def _ifeval(lm, folder, limit):
+def _ifeval(lm, folder, limit, **kw):
     from .ifeval import run_ifeval
 
-    return run_ifeval(lm, folder, limit)
+    return run_ifeval(lm, folder, limit, **kw)
 
 
 TASKS = {"ifeval": ("posttrain", _ifeval), "bfcl": ("posttrain", run_bfcl),

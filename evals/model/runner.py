@@ -25,10 +25,10 @@ def task_registry() -> dict[str, tuple[str, callable]]:
     from . import generation, longcontext, posttrain
     from .loglik import GAUNTLET_LOGLIK, LOGLIK_TASKS, run_loglik
 
-    reg = {n: ("loglik", (lambda n: lambda lm, f, lim: run_loglik(lm, n, f, lim))(n)) for n in LOGLIK_TASKS}
+    reg = {n: ("loglik", (lambda n: lambda lm, f, lim, **_: run_loglik(lm, n, f, lim))(n)) for n in LOGLIK_TASKS}
     for rel in GAUNTLET_LOGLIK:
         n = "gauntlet/" + rel[: -len(".jsonl")]
-        reg[n] = ("loglik", (lambda n: lambda lm, f, lim: run_loglik(lm, n, f, lim))(n))
+        reg[n] = ("loglik", (lambda n: lambda lm, f, lim, **_: run_loglik(lm, n, f, lim))(n))
     reg.update(generation.TASKS)
     reg.update(posttrain.TASKS)
     reg.update(longcontext.TASKS)
@@ -62,13 +62,14 @@ def expand_tasks(spec: str) -> list[str]:
 
 
 def evaluate(lm, tasks: list[str], *, limit: int | None = None, data_dir: str | None = None,
-             log=print) -> dict:
+             options: dict[str, dict] | None = None, log=print) -> dict:
+    """`options`: per-task keyword options, e.g. {"humaneval": {"samples": 10}}."""
     reg = task_registry()
     folder = benchmarks_dir(data_dir)
     results = {}
     for name in tasks:
         start = time.perf_counter()
-        res = reg[name][1](lm, folder, limit)
+        res = reg[name][1](lm, folder, limit, **(options or {}).get(name, {}))
         res["seconds"] = round(time.perf_counter() - start, 3)
         results[name] = res
         shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in res["metrics"].items()}

@@ -24,8 +24,9 @@ class Scripted(LM):
     def loglikelihood(self, requests):
         return [(-float(len(c)), False) for _, c in requests]
 
-    def generate(self, prompts, *, max_new_tokens=256, stop=()):
-        return [self.answer(p) for p in prompts]
+    def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
+        self.seeds = getattr(self, "seeds", []) + [seed]
+        return [self.answer(p, seed) if self.answer.__code__.co_argcount == 2 else self.answer(p) for p in prompts]
 
 
 def _render(call: dict) -> str:
@@ -74,6 +75,22 @@ def test_code_pass_at_k_in_sandbox(shared_data):
     assert not sandbox_judge("def add(a, b):\n    return a - b", "assert add(2, 3) == 5")
 
 
+def test_humaneval_sampled_pass_at_k(shared_data):
+    import gzip
+
+    from evals.model.posttrain import run_humaneval
+
+    with gzip.open(shared_data / "benchmarks" / "humaneval" / "HumanEval.jsonl.gz", "rt") as f:
+        solutions = {json.loads(line)["prompt"]: json.loads(line)["canonical_solution"] for line in f}
+    # seed 0 answers with the canonical solution, seed 1 with a wrong body: pass@1 = 1/2, pass@2 = 1
+    lm = Scripted(lambda p, seed: solutions[p] if seed == 0 else "    return None\n")
+    res = run_humaneval(lm, shared_data / "benchmarks", 3, samples=2)
+    assert res["metrics"]["pass@1"] == pytest.approx(0.5) and res["metrics"]["pass@2"] == 1.0
+    assert lm.seeds == [0, 1] and [r["passed"] for r in res["samples"]] == [[True, False]] * 3
+    greedy = run_humaneval(Scripted(lambda p: solutions[p]), shared_data / "benchmarks", 3)
+    assert greedy["metrics"]["pass@1"] == 1.0
+
+
 def test_summaries_graded_by_scripted_judge():
     from synth.backends.scripted import ScriptedBackend
 
@@ -99,6 +116,8 @@ def test_megatron_kv_cache_generation_equals_transformers(tiny_checkpoint, tiny_
     ours, theirs = MegatronLM(tiny_checkpoint), HFLM(tiny_export)
     prompts = [d["text"][: 20 + 13 * i] for i, d in enumerate(c4_docs[:5])]  # different lengths in one batch
     assert ours.generate(prompts, max_new_tokens=16) == theirs.generate(prompts, max_new_tokens=16)
+    sampled = [ours.generate(prompts, max_new_tokens=16, temperature=1.0, seed=s) for s in (3, 3, 4)]
+    assert sampled[0] == sampled[1] and sampled[0] != sampled[2]  # seeded sampling
     reqs = [(d["text"][:100], " " + d["text"][100:140]) for d in c4_docs[:6]]
     for (a, ga), (b, gb) in zip(ours.loglikelihood(reqs), theirs.loglikelihood(reqs)):
         assert abs(a - b) < 1e-3 and ga == gb
