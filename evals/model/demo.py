@@ -4,7 +4,8 @@
     run(root, checkpoints=[...])        # default: every finished checkpoint under <root>/.runs
 
 For each checkpoint: one task per family (log-likelihood: ARC-Easy, PIQA, MMLU 5-shot, LAMBADA; generation:
-GSM8K 8-shot; post-training: IFEval, BFCL, HumanEval; long context: NIAH) with a small --limit, written as a
+GSM8K 8-shot, MATH; post-training: IFEval, BFCL, HumanEval, MBPP; long context: NIAH, RULER variable
+tracking) with a small --limit, written as a
 versioned result folder under <root>/evals/model/<run>-step-N; then `compare` of the first and last
 checkpoint and a PNG across stages. Summaries (LLM judge) run when `judge` is given (the CPU judge model
 takes ~40-60 s to load here).
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 LOGLIK = ("arc_easy", "piqa", "mmlu", "lambada")
-GENERATE = ("gsm8k", "ifeval", "bfcl", "humaneval", "niah")
+GENERATE = ("gsm8k", "math", "ifeval", "bfcl", "humaneval", "mbpp", "niah", "ruler_vartrack")
 
 
 class CappedLM:

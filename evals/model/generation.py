@@ -90,4 +90,35 @@ def run_math(lm, folder: Path, limit: int | None, *, shots: int = 4, max_new_tok
             "prompt": "Problem: {problem}\\nSolution: {solution}\\n\\n x4, then the problem"}
 
 
+def normalize_answer(text: str) -> str:
+    """SQuAD-style: lower case, no punctuation, no articles (a, an, the), single spaces."""
+    import string
+
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def run_gauntlet_qa(lm, folder: Path, limit: int | None, *, rel: str, max_new_tokens: int = 32) -> dict:
+    """Gauntlet open QA ({context, answer, aliases}; TriviaQA, Jeopardy), 0-shot: correct when the normalised
+    completion starts with a normalised alias (the gauntlet's QA accuracy rule)."""
+    rows = read_jsonl(data_file(folder, f"llm_foundry_gauntlet/{rel}"))
+    rows = rows[:limit] if limit else rows
+    outs = lm.generate([r["context"] for r in rows], max_new_tokens=max_new_tokens, stop=("\n",))
+    samples, correct = [], 0
+    for i, (r, out) in enumerate(zip(rows, outs)):
+        labels = {normalize_answer(a) for a in [r["answer"], *r.get("aliases", [])]} - {""}
+        ok = any(normalize_answer(out).startswith(a) for a in labels)
+        correct += ok
+        samples.append({"id": f"{Path(rel).stem}-{i}", "output": out, "answer": r["answer"], "correct": ok})
+    return {"task": "gauntlet/" + rel[: -len(".jsonl")], "family": "generation", "version": "v1-0shot",
+            "metrics": {"exact_match": correct / max(1, len(rows)), "n": len(rows)}, "samples": samples,
+            "prompt": "{context} (ends with 'Answer:'), greedy to the first newline"}
+
+
+GAUNTLET_QA = ("world_knowledge/triviaqa_sm_sub.jsonl",)
+
 TASKS = {"gsm8k": ("generation", run_gsm8k), "math": ("generation", run_math)}
+TASKS.update({"gauntlet/" + rel[: -len(".jsonl")]: (
+    "generation", (lambda rel: lambda lm, f, lim, **kw: run_gauntlet_qa(lm, f, lim, rel=rel, **kw))(rel))
+    for rel in GAUNTLET_QA})

@@ -142,7 +142,8 @@ LOGLIK_TASKS = {
     "mmlu": ("v1-5shot", None),
 }
 
-# the gauntlet's other log-likelihood files (0-shot here); `gauntlet` runs all of them
+# the gauntlet's other log-likelihood files (multiple choice, schema, and language-modelling ones scored as
+# cloze: the continuation must be the greedy decode), 0-shot here; `gauntlet` runs all of them
 GAUNTLET_LOGLIK = (
     "commonsense_reasoning/bigbench_novel_concepts.jsonl", "commonsense_reasoning/bigbench_strange_stories.jsonl",
     "commonsense_reasoning/bigbench_strategy_qa.jsonl", "commonsense_reasoning/commonsense_qa.jsonl",
@@ -154,14 +155,15 @@ GAUNTLET_LOGLIK = (
     "reading_comprehension/agi_eval_sat_en.jsonl", "reading_comprehension/bigbench_understanding_fables.jsonl",
     "reading_comprehension/pubmed_qa_labeled.jsonl", "safety/enterprise_pii_classification.jsonl",
     "safety/winogender_mc_female.jsonl", "safety/winogender_mc_male.jsonl",
-    "symbolic_problem_solving/agi_eval_lsat_ar.jsonl", "symbolic_problem_solving/agi_eval_sat_math.jsonl",
-    "symbolic_problem_solving/aqua.jsonl", "symbolic_problem_solving/bigbench_cs_algorithms.jsonl",
+    "symbolic_problem_solving/agi_eval_lsat_ar.jsonl", "symbolic_problem_solving/bigbench_cs_algorithms.jsonl",
     "symbolic_problem_solving/bigbench_dyck_languages.jsonl", "symbolic_problem_solving/bigbench_logical_deduction.jsonl",
     "symbolic_problem_solving/bigbench_operators.jsonl", "symbolic_problem_solving/bigbench_repeat_copy_logic.jsonl",
     "symbolic_problem_solving/logi_qa.jsonl", "symbolic_problem_solving/math_qa.jsonl",
     "world_knowledge/bigbench_misconceptions.jsonl", "world_knowledge/bigbench_movie_recommendation.jsonl",
-    "world_knowledge/bigbench_qa_wikidata.jsonl",
+    "world_knowledge/bigbench_qa_wikidata.jsonl", "world_knowledge/jeopardy_all.jsonl",
 )
+# not here: the gauntlet's chain-of-thought files (gsm8k, math, svamp, aqua, agi_eval_sat_math: GSM8K and MATH
+# are generation tasks of their own), open QA (triviaqa: generation.py) and code (human_eval*: posttrain.py)
 
 
 def items_for(name: str, folder: Path, limit: int | None) -> list[Choice]:

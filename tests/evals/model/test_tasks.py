@@ -157,3 +157,15 @@ def test_sdpa_core_attention_equals_megatron_attention(tiny_checkpoint, c4_docs)
         assert float((fast.logits(tokens) - stock.logits(tokens)).abs().max()) < 1e-4
     prompts = ["The city council", "Researchers at the university found that"]
     assert fast.generate(prompts, max_new_tokens=10) == stock.generate(prompts, max_new_tokens=10)
+
+
+def test_every_registered_gauntlet_file_loads(shared_data):
+    from evals.model.loglik import GAUNTLET_LOGLIK, items_for
+
+    for rel in GAUNTLET_LOGLIK:
+        items = items_for("gauntlet/" + rel[: -len(".jsonl")], shared_data / "benchmarks", 3)
+        assert len(items) == 3 and all(it.requests for it in items)
+        assert all(it.gold < len(it.requests) for it in items)
+    from evals.model.generation import normalize_answer
+
+    assert normalize_answer("The  Onion!") == "onion"
