@@ -119,7 +119,8 @@ def read_results(path: str | Path) -> dict:
 
 
 def headline(res: dict) -> dict[str, float]:
-    return {k: v for k, v in res["metrics"].items() if isinstance(v, (int, float)) and k != "n"}
+    return {k: v for k, v in res["metrics"].items()
+            if isinstance(v, (int, float)) and k not in ("n", "samples_per_problem", "ungraded")}
 
 
 def compare(a: dict, b: dict) -> list[dict]:

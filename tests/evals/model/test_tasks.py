@@ -169,3 +169,20 @@ def test_every_registered_gauntlet_file_loads(shared_data):
     from evals.model.generation import normalize_answer
 
     assert normalize_answer("The  Onion!") == "onion"
+
+
+def test_cli_model_compare_plot(tiny_checkpoint, shared_data, tmp_path, capsys):
+    from corpus.cli import main
+
+    data = str(shared_data / "benchmarks")
+    for name, tasks in (("a", "arc_easy"), ("b", "arc_easy,piqa")):
+        assert main(["eval", "model", str(tiny_checkpoint), "--tasks", tasks, "--limit", "6", "--json",
+                     "--data-dir", data, "--out", str(tmp_path / name)]) == 0
+        printed = json.loads(capsys.readouterr().out)
+    assert printed["model"]["backend"] == "megatron" and printed["model"]["stage"] == "core"
+    assert printed["tasks"]["piqa"]["metrics"]["n"] == 6 and printed["model"]["core_attention"] == "sdpa"
+    assert main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    table = capsys.readouterr().out
+    assert "arc_easy" in table and "+0.0000" in table and "piqa" in table
+    assert main(["eval", "plot", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
