@@ -23,8 +23,9 @@ Tokenizer: the checkpoint's mixture manifest names it.
     - `kind: bytes` (training/byte_mixture.py: token id = UTF-8 byte value, 0 = end of document): a
       byte-level BPE tokenizer.json with the 256 byte symbols and no merges, so id == byte value; loads with
       AutoTokenizer (PreTrainedTokenizerFast), `eos_token` = the symbol of byte 0.
-    - `kind: sentencepiece`: the .model file converted by transformers' own SentencePiece converter
-      (LlamaTokenizerFast) and written as tokenizer.json + tokenizer.model.
+    - `kind: sentencepiece`: tokenizer.model (the file itself) declared as a LlamaTokenizer without added
+      BOS/EOS or prefix space, plus the tokenizer.json transformers converts from it; ids equal
+      sentencepiece's on real text (tests/training/test_export_hf.py).
     - anything else (e.g. a tokenizer.json artifact): copied as tokenizer.json.
 """
 
@@ -174,12 +175,22 @@ def write_tokenizer(tok: dict, out: Path) -> int | None:
         (out / "tokenizer.json").write_text(json.dumps(body))
         config.update(tokenizer_class="PreTrainedTokenizerFast", eos_token=eos, pad_token=eos)
     elif kind == "sentencepiece" or str(tok.get("model_file", "")).endswith(".model"):
-        from transformers import LlamaTokenizerFast
+        # the .model file as is, declared as a Llama (SentencePiece) tokenizer with no BOS/EOS added and no
+        # prefix space (the project trains with add_dummy_prefix=False); transformers converts it on load,
+        # and save_pretrained then writes the converted tokenizer.json beside it (for vLLM / fast loading)
+        from transformers import AutoTokenizer
 
-        src = Path(tok["model_file"])
-        hf = LlamaTokenizerFast(vocab_file=str(src), add_bos_token=False, add_eos_token=False, legacy=False)
-        hf.save_pretrained(str(out))
-        shutil.copyfile(src, out / "tokenizer.model")
+        shutil.copyfile(tok["model_file"], out / "tokenizer.model")
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor(model_file=str(out / "tokenizer.model"))
+        piece = lambda i: sp.id_to_piece(i) if 0 <= i < sp.get_piece_size() else None  # noqa: E731
+        config.update(tokenizer_class="LlamaTokenizer", add_bos_token=False, add_eos_token=False, legacy=False,
+                      add_prefix_space=False, eos_token=piece(int(eod_id)), unk_token=piece(sp.unk_id()),
+                      bos_token=piece(sp.bos_id()), pad_token=piece(sp.pad_id()) or piece(int(eod_id)))
+        (out / "tokenizer_config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None},
+                                                              indent=2))
+        AutoTokenizer.from_pretrained(str(out)).save_pretrained(str(out))
         return eod_id
     elif tok.get("model_file"):
         shutil.copyfile(tok["model_file"], out / "tokenizer.json")

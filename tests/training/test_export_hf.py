@@ -55,3 +55,31 @@ def test_export_logits_match_megatron(trained, tmp_path, c4_docs):
             seq.append(int(model(t, torch.arange(len(seq))[None], None)[0, -1].argmax()))
     assert generated == seq[prompt.shape[1]:]
     assert isinstance(tok.decode(generated), str)
+
+
+def test_sentencepiece_tokenizer_export_matches_sentencepiece(tmp_path, c4_docs):
+    """The project's SentencePiece settings (BPE, byte fallback, split digits, identity normalisation, no dummy
+    prefix, whitespace kept): the exported folder's AutoTokenizer gives sentencepiece's ids and decodes back."""
+    import io
+
+    spm = pytest.importorskip("sentencepiece")
+    transformers = pytest.importorskip("transformers")
+    from corpus.tokenizer.train import TokenizerTrainConfig
+    from training.export_hf import write_tokenizer
+
+    texts = [d["text"] for d in c4_docs]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts[:200]), model_writer=model,
+                                   **TokenizerTrainConfig(vocab_size=600).spm_options())
+    (tmp_path / "t.model").write_bytes(model.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "t.model"))
+    out = tmp_path / "hf"
+    out.mkdir()
+    write_tokenizer({"kind": "sentencepiece", "model_file": str(tmp_path / "t.model"), "eod_id": sp.eos_id()}, out)
+    assert (out / "tokenizer.json").exists() and (out / "tokenizer.model").exists()
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    assert tok.eos_token_id == sp.eos_id()
+    for text in texts[200:240] + ["  two  spaces\n\nand 12345 digits — ünïcödé 東京"]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert ids == sp.encode(text)
+        assert tok.decode(ids) == text
