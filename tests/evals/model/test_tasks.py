@@ -186,3 +186,19 @@ def test_cli_model_compare_plot(tiny_checkpoint, shared_data, tmp_path, capsys):
     assert "arc_easy" in table and "+0.0000" in table and "piqa" in table
     assert main(["eval", "plot", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "s.png")]) == 0
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_openai_backend_goes_through_synth_backend(shared_data):
+    from manifests.errors import ConfigError
+    from synth.backends.scripted import ScriptedBackend
+
+    from evals.model.backends import OpenAIServerLM
+    from evals.model.ifeval import run_ifeval
+
+    seen = []
+    backend = ScriptedBackend(lambda req, i: seen.append(req.params.temperature) or "my answer is yes. THE END")
+    lm = OpenAIServerLM(base_url="unused", model="m", backend=backend)
+    res = run_ifeval(lm, shared_data / "benchmarks", 3)
+    assert res["metrics"]["n"] == 3 and seen == [0.0, 0.0, 0.0]
+    with pytest.raises(ConfigError, match="log-likelihood"):
+        lm.loglikelihood([("a", " b")])
