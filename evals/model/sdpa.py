@@ -25,16 +25,17 @@ class SDPACoreAttention(DotProductAttention):
         sq, b, heads, d = query.shape
         sk, groups = key.shape[0], key.shape[2]
         q = query.permute(1, 2, 0, 3)  # [B, heads, Sq, d]
-        k = key.permute(1, 2, 0, 3).repeat_interleave(heads // groups, dim=1)  # query head i -> group i // (h/g)
-        v = value.permute(1, 2, 0, 3).repeat_interleave(heads // groups, dim=1)
+        # grouped-query: query head i reads KV group i // (heads / groups), as enable_gqa does (no copies)
+        k, v = key.permute(1, 2, 0, 3), value.permute(1, 2, 0, 3)
+        gqa = {"enable_gqa": heads != groups}
         if attention_mask is not None:
             allowed = ~attention_mask.bool()
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.softmax_scale)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.softmax_scale, **gqa)
         elif sq == sk:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.softmax_scale)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.softmax_scale, **gqa)
         else:
             allowed = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(diagonal=sk - sq)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.softmax_scale)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=self.softmax_scale, **gqa)
         return out.permute(2, 0, 1, 3).reshape(sq, b, heads * d)
 
 
