@@ -171,6 +171,7 @@ def test_every_registered_gauntlet_file_loads(shared_data):
     assert normalize_answer("The  Onion!") == "onion"
 
 
+@pytest.mark.slow
 def test_cli_model_compare_plot(tiny_checkpoint, shared_data, tmp_path, capsys):
     from corpus.cli import main
 
