@@ -5,7 +5,8 @@ Each evaluation is a module in `evals/data/` exposing
     HELP: str
     add_arguments(parser) -> None
     run(args) -> EvalReport
-and is found automatically. Model evaluations go under `cidermill eval model` the same way (`evals/model/`).
+and is found automatically. Model evaluations are `cidermill eval model CHECKPOINT --tasks ...`, `eval compare A B`
+and `eval plot` (evals/model/cli.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pkgutil
 
 from .report import EvalReport, save_report
 
-KINDS = {"data": "evals.data", "model": "evals.model"}
+KINDS = {"data": "evals.data"}
 
 
 def _modules(package: str):
@@ -39,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             ep.add_argument("--out", default="data/evals", help="folder for the saved tables (json + md)")
             module.add_arguments(ep)
             ep.set_defaults(func=_runner(module))
+    from .model.cli import add_model_parser
+
+    add_model_parser(ksub)
 
 
 def _runner(module):

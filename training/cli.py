@@ -70,6 +70,12 @@ def add_parser(sub) -> None:
     tiny.add_argument("--root", default="data/root")
     tiny.set_defaults(func=cmd_tiny_mixtures)
 
+    ehf = tsub.add_parser("export-hf", help="write a transformers model folder (Qwen3 layout: config, "
+                                            "safetensors, tokenizer) from a checkpoint")
+    ehf.add_argument("checkpoint", help="checkpoint directory (or a run directory: its newest checkpoint)")
+    ehf.add_argument("--out", required=True, help="folder to write")
+    ehf.set_defaults(func=cmd_export_hf)
+
 
 def _common(p) -> None:
     p.add_argument("config", help="run config YAML (configs/train/*.yaml)")
@@ -184,4 +190,11 @@ def cmd_tiny_mixtures(args) -> int:
 
     for name in publish_tiny_mixtures(args.root, bundled_c4_texts()):
         print(f"published mixture {name} under {args.root}")
+    return 0
+
+
+def cmd_export_hf(args) -> int:
+    from .export_hf import export_hf
+
+    print(f"exported {args.checkpoint} to {export_hf(args.checkpoint, args.out)} (Qwen3ForCausalLM)")
     return 0

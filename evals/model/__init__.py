@@ -1,0 +1,1 @@
+"""Model evaluation: `cidermill eval model CHECKPOINT --tasks ...` (see cli.py, runner.py)."""

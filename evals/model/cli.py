@@ -1,0 +1,85 @@
+"""`cidermill eval model CHECKPOINT --tasks ...`, `eval compare A B`, `eval plot RESULT...`. Thin: parse, call, print."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def add_model_parser(ksub) -> None:
+    p = ksub.add_parser("model", help="evaluate a model checkpoint on benchmark tasks (offline)")
+    p.add_argument("checkpoint", help="cidermill checkpoint or run directory, a transformers folder, "
+                                      "or a model name with --backend openai")
+    p.add_argument("--tasks", default="pretrain",
+                   help="comma-separated task names or suites (pretrain, gauntlet, posttrain, all)")
+    p.add_argument("--limit", type=int, help="first N items of each task")
+    p.add_argument("--json", action="store_true", help="print the result manifest as JSON")
+    p.add_argument("--backend", default="auto", choices=["auto", "megatron", "hf", "openai", "vllm"])
+    p.add_argument("--base-url", help="OpenAI-compatible server URL (--backend openai)")
+    p.add_argument("--max-length", type=int, default=4096, help="longest sequence given to the model")
+    p.add_argument("--data-dir", help="benchmark data folder (default: $CIDERMILL_BENCHMARKS, bundled sets, "
+                                      "../shared/data/benchmarks)")
+    p.add_argument("--out", help="result folder (manifest.json + samples/); default data/evals/model/<name>")
+    p.add_argument("--code-samples", type=int, default=1,
+                   help="samples per HumanEval/MBPP problem: 1 = greedy pass@1; n > 1 = sampled, pass@k for k <= n")
+    p.add_argument("--judge", default="cpu", help="synth backend that grades summaries (cpu, openai, vllm)")
+    p.add_argument("--list", action="store_true", help="list the tasks and exit")
+    p.set_defaults(func=cmd_model)
+
+    c = ksub.add_parser("compare", help="print per-task metric deltas between two model-eval results")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.set_defaults(func=cmd_compare)
+
+    pl = ksub.add_parser("plot", help="PNG of a run's checkpoints across stages: held-out loss and scores")
+    pl.add_argument("results", nargs="+", help="result folders, in training order")
+    pl.add_argument("--out", required=True, help="PNG path")
+    pl.set_defaults(func=cmd_plot)
+
+
+def cmd_model(args) -> int:
+    from .backends import load_lm
+    from .runner import evaluate, expand_tasks, task_registry, write_results
+
+    if args.list:
+        for name, (family, _) in task_registry().items():
+            print(f"{family:12s} {name}")
+        return 0
+    tasks = expand_tasks(args.tasks)
+    lm = load_lm(args.checkpoint, backend=args.backend, max_length=args.max_length, base_url=args.base_url)
+    options = {t: {"samples": args.code_samples} for t in ("humaneval", "mbpp")}
+    if "summaries" in tasks:
+        from synth.backends import load_backend
+
+        options["summaries"] = {"judge": load_backend(args.judge)}
+    result = evaluate(lm, tasks, limit=args.limit, data_dir=args.data_dir, options=options,
+                      log=(lambda *_: None) if args.json else print)
+    out = Path(args.out or Path("data/evals/model") / Path(args.checkpoint).resolve().name)
+    path = write_results(result, out)
+    if args.json:
+        print(path.read_text())
+    else:
+        print(f"results in {path}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from corpus.report import format_table
+
+    from .runner import compare, read_results
+
+    rows = compare(read_results(args.a), read_results(args.b))
+    fmt = lambda v: "" if v is None else f"{v:+.4f}" if isinstance(v, float) else str(v)  # noqa: E731
+    print(format_table(["task", "metric", "A", "B", "B-A", "note"],
+                       [[r["task"], r["metric"], fmt(r["A"]).lstrip("+"), fmt(r["B"]).lstrip("+"), fmt(r["delta"]),
+                         r["note"]] for r in rows]))
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from .plot import plot_stages
+    from .runner import read_results
+
+    path = plot_stages([read_results(r) for r in args.results], args.out)
+    print(json.dumps({"png": str(path)}))
+    return 0
