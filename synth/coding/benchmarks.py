@@ -20,10 +20,32 @@ def benchmarks_dir() -> Path:
     return Path(os.environ.get("CIDERMILL_BENCHMARKS", REPO / ".." / "shared" / "data" / "benchmarks")).resolve()
 
 
-def load_humaneval(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "humaneval" / "HumanEval.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def humaneval_path(data: str | Path) -> Path:
+    """`data` is HumanEval.jsonl.gz itself, or a folder holding it (directly or in humaneval/)."""
+    data = Path(data)
+    for path in (data, data / "HumanEval.jsonl.gz", data / "humaneval" / "HumanEval.jsonl.gz"):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"HumanEval not found at {data} (want HumanEval.jsonl.gz or a folder holding it)")
+
+
+def load_humaneval(data: str | Path | None = None) -> list[dict]:
+    path = humaneval_path(data if data is not None else benchmarks_dir())
+    opener = gzip.open if path.suffix == ".gz" else open
+    items = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+            missing = {"task_id", "prompt", "canonical_solution", "test", "entry_point"} - set(item)
+            if missing:
+                raise ValueError(f"{path}: line {n}: missing {sorted(missing)}")
+            items.append(item)
+    return items
 
 
 def load_mbpp(folder: Path | None = None) -> list[dict]:
@@ -58,6 +80,18 @@ _cidermill_original = {name}
 def {name}(*args, **kwargs):
     return _cidermill_perturb(_cidermill_original(*args, **kwargs))
 '''
+
+
+def humaneval_judge_job(item: dict, *, completion: str | None = None, mutated: bool = False) -> dict:
+    """Keyword arguments for `Sandbox.judge`: the prompt is the trusted prelude (the tests use its
+    helpers, e.g. `poly`), prompt + completion is the solution, `check(entry_point)` is the test."""
+    name = item["entry_point"]
+    body = item["canonical_solution"] if completion is None else completion
+    solution = f"{item['prompt']}{body}\n"
+    if mutated:
+        solution += _PERTURB.format(name=name)
+    return {"solution": solution, "tests": f"{item['test']}\n\ncheck({name})\n", "prelude": item["prompt"],
+            "entry_points": [name]}
 
 
 def mutated_humaneval_program(item: dict) -> str:

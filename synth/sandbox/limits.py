@@ -28,6 +28,10 @@ class SandboxLimits:
     max_open_files: int = 64               # RLIMIT_NOFILE
     max_output_bytes: int = 64 * 1024      # stdout/stderr kept (each); the rest is counted, not stored
     kill_output_bytes: int = 4 * 1024**2   # more output than this: killed, verdict blocked (output_limit)
+    scratch_bytes: int = 64 * 1024**2      # size of the /scratch tmpfs (memory; counted by the cgroup)
+    tmp_bytes: int = 16 * 1024**2          # size of the /tmp tmpfs
+    shm_bytes: int = 16 * 1024**2          # size of the /dev/shm tmpfs
+    max_message_bytes: int = 8 * 1024**2   # one protocol line (a call's arguments or its return value)
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -39,6 +43,10 @@ class SandboxLimits:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def child_dict(self, *, nproc: int) -> dict:
+        """What the sandboxed process applies to itself."""
+        return {**asdict(self), "nproc": nproc}
 
 
 @dataclass

@@ -1,0 +1,271 @@
+"""Judge a candidate solution against tests so that the verdict cannot be gamed by the solution.
+
+    from synth.sandbox import judge
+    j = judge("def add(a, b):\\n    return a + b", ["assert add(1, 2) == 3", "assert add(0, 0) == 0"])
+    j.verdict, j.n_passed, j.n_tests, j.isolation        # 'passed', 2, 2, 'bwrap'
+
+Two sandboxed processes per judgement, and the parent between them:
+- the *solution process* runs the candidate and answers calls ("add", [1, 2]) with values in the
+  strict encoding of wire.py. It never sees a test, an expected value or a verdict;
+- the *tests process* runs the trusted prelude and the tests with the solution's names bound to
+  stubs; each stub call goes to the parent, which forwards it to the solution process, checks the
+  answer (the per-run nonce, the call number, the encoding) and hands back fresh built-in values.
+  The solution never ran in this process, so `==`, `assert`, loops over results and helpers are
+  the real ones;
+- the parent turns the tests process's per-test messages into the verdict. Anything else (a
+  missing, malformed, forged, extra or late answer; a dead, silent or flooding solution process)
+  is that call's failure, hence that test's failure, with a reason; never an exception here.
+
+A test is one top-level `assert` or expression statement of `tests` (a string), or one string of
+`tests` (a list). Other top-level statements (imports, helpers, constants) run before the tests,
+in order, in the tests process.
+"""
+
+from __future__ import annotations
+
+import ast
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+
+from .limits import SandboxLimits
+from .process import Child, spawn
+from .wire import WireError, decode, encode
+
+# Exceptions a solution may raise across the boundary; the tests process re-raises them by name.
+RAISABLE = {"ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError", "ArithmeticError",
+            "OverflowError", "AttributeError", "NotImplementedError"}
+
+
+@dataclass
+class TestResult:
+    index: int
+    source: str
+    passed: bool
+    reason: str = ""          # why it failed ("AssertionError: ...", "the solution: timeout", ...)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Judgement:
+    verdict: str                          # "passed" (every test passed) | "failed"
+    n_tests: int
+    n_passed: int
+    tests: list[TestResult] = field(default_factory=list)
+    isolation: str = ""                   # bwrap | unshare | rlimits (weak: no namespaces)
+    memory_accounting: str = ""           # cgroup-v1 | cgroup-v2 | rlimit
+    reason: str = ""                      # the first failure's reason, for one-line reports
+    solution_stderr: str = ""             # capped
+    wall_seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    @property
+    def results(self) -> list[int]:
+        return [int(t.passed) for t in self.tests]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("solution_stderr")
+        return d
+
+
+def split_tests(tests: str | list[str]) -> list[tuple[str, str]]:
+    """[(kind, source)] in order: kind "test" for a test, "setup" for anything else at top level.
+
+    Raises ValueError (naming the test) when a test does not parse: tests are the caller's input."""
+    if isinstance(tests, str):
+        try:
+            tree = ast.parse(tests)
+        except SyntaxError as exc:
+            raise ValueError(f"tests do not parse: line {exc.lineno}: {exc.msg}") from None
+        steps = []
+        for node in tree.body:
+            kind = "test" if isinstance(node, (ast.Assert, ast.Expr)) and not _is_docstring(node) else "setup"
+            steps.append((kind, ast.get_source_segment(tests, node) or ast.unparse(node)))
+        return steps
+    steps = []
+    for i, src in enumerate(tests):
+        try:
+            compile(src, f"test {i}", "exec")
+        except SyntaxError as exc:
+            raise ValueError(f"test {i} does not parse: {exc.msg}: {src[:80]!r}") from None
+        steps.append(("test", src))
+    return steps
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def solution_names(solution: str, steps: list[tuple[str, str]], prelude: str) -> list[str]:
+    """The solution's top-level names that the tests use and the prelude does not define."""
+    try:
+        defined = _top_level_names(ast.parse(solution))
+    except SyntaxError:
+        defined = set()
+    try:
+        trusted = _top_level_names(ast.parse(prelude))
+    except SyntaxError:
+        trusted = set()
+    used = set()
+    for _, src in steps:
+        used |= {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
+    return sorted((defined & used) - trusted)
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+class _Broker:
+    """One judgement: the tests process drives, the parent relays calls to the solution process."""
+
+    def __init__(self, pool, slot: int, solution: str, steps, prelude: str, stubs: list[str],
+                 limits: SandboxLimits, per_test_seconds: float):
+        self.pool, self.slot, self.solution, self.limits = pool, slot, solution, limits
+        self.steps, self.prelude, self.stubs, self.per_test = steps, prelude, stubs, per_test_seconds
+        self.solver: Child | None = None
+        self.solver_dead = ""            # why the last solution process ended (it is restarted)
+        self.restarts = 0
+        self.stderr = bytearray()
+
+    def _start_solver(self) -> Child | str:
+        nonce = secrets.token_hex(16)
+        child = self.pool.spawn_child("solution", {"source": self.solution}, self.limits, self.slot, 0, nonce)
+        if isinstance(child, str):
+            return child
+        child.nonce = nonce
+        return child
+
+    def _stop_solver(self) -> None:
+        if self.solver is not None:
+            self.solver.close(grace=0.2)
+            self.stderr += self.solver.stderr[: max(0, self.limits.max_output_bytes - len(self.stderr))]
+            self.solver = None
+
+    def call(self, k: int, fn: str, args, kwargs, deadline: float) -> dict:
+        """Relay one call; the reply for the tests process ({"ok", "v" | "e", "t"})."""
+        if self.solver is None:
+            if self.restarts > len(self.steps) + 1:
+                return {"ok": False, "e": f"the solution: {self.solver_dead} (not restarted again)"}
+            self.restarts += 1
+            started = self._start_solver()
+            if isinstance(started, str):
+                return {"ok": False, "e": f"the solution could not start: {started}"}
+            self.solver = started
+        child = self.solver
+        why = child.send({"k": k, "fn": fn, "a": args, "kw": kwargs}, deadline)
+        reply = child.recv(deadline) if why is None else why
+        if isinstance(reply, dict):
+            try:
+                return self._check_reply(reply, child.nonce, k)
+            except WireError as exc:
+                why = f"malformed answer: {exc}"
+        else:
+            why = reply
+        # No usable answer: this call fails, and the next call gets a fresh solution process.
+        if why == "timeout":
+            why = f"no answer within the per-test time limit ({self.per_test:g}s)"
+        child.kill(why)
+        self.solver_dead = why if not child.memory_killed() else "memory limit"
+        self._stop_solver()
+        return {"ok": False, "e": f"the solution: {self.solver_dead}"}
+
+    @staticmethod
+    def _check_reply(reply: dict, nonce: str, k: int) -> dict:
+        if reply.get("n") != nonce or reply.get("k") != k or type(reply.get("ok")) is not bool:
+            raise WireError("an answer that does not belong to this call")
+        if reply["ok"]:
+            if set(reply) != {"n", "k", "ok", "v"}:
+                raise WireError("unexpected fields")
+            return {"ok": True, "v": encode(decode(reply["v"]))}   # validated, then re-encoded canonically
+        kind = reply.get("t") if reply.get("t") in RAISABLE else "SolutionError"
+        return {"ok": False, "e": str(reply.get("e", ""))[:300], "t": kind}
+
+    def run(self) -> tuple[list[TestResult], str]:
+        nonce = secrets.token_hex(16)
+        job = {"prelude": self.prelude, "stubs": self.stubs, "steps": self.steps,
+               "per_test_seconds": self.per_test}
+        tester = self.pool.spawn_child("tests", job, self.limits, self.slot, 1, nonce)
+        test_steps = [i for i, (kind, _) in enumerate(self.steps) if kind == "test"]
+        results: dict[int, TestResult] = {}
+        failure = ""
+        if isinstance(tester, str):
+            failure = f"the tests process could not start: {tester}"
+        else:
+            # The solution process starts while the tests process loads (most tests call it).
+            if self.stubs:
+                started = self._start_solver()
+                self.solver = None if isinstance(started, str) else started
+                self.restarts = 1
+            failure = self._serve(tester, nonce, results)
+            tester.close(grace=0.5)
+        self._stop_solver()
+        out = []
+        for n, i in enumerate(test_steps):
+            out.append(results.get(i) or TestResult(n, self.steps[i][1], False, failure or "no result"))
+            out[-1].index = n
+        return out, failure
+
+    def _serve(self, tester: Child, nonce: str, results: dict[int, TestResult]) -> str:
+        grace = 2.0 + self.per_test   # the tests process's own alarm ends a test after per_test
+        deadline = time.monotonic() + grace + 3.0   # + start-up and the prelude
+        while True:
+            msg = tester.recv(deadline)
+            if isinstance(msg, str):
+                return f"the tests process: {msg}"
+            if msg.get("n") != nonce:
+                return "the tests process: a message without this run's nonce"
+            op = msg.get("op")
+            if op == "call":
+                reply = self.call(msg.get("k"), str(msg.get("fn")), msg.get("a"), msg.get("kw"),
+                                  min(deadline, time.monotonic() + self.per_test))
+                reply["k"] = msg.get("k")
+                why = tester.send(reply, deadline)
+                if why:
+                    return f"the tests process: {why}"
+            elif op in ("test", "setup"):
+                i = msg.get("i")
+                if type(i) is not int or not 0 <= i < len(self.steps):
+                    return "the tests process: a malformed result"
+                if op == "test":
+                    results[i] = TestResult(i, self.steps[i][1], msg.get("ok") is True, str(msg.get("e") or ""))
+                deadline = time.monotonic() + grace
+            elif op == "done":
+                return ""
+            else:
+                return "the tests process: a malformed message"
+
+
+def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, prelude: str = "",
+                  entry_points: list[str] | None = None, limits: SandboxLimits,
+                  per_test_seconds: float) -> Judgement:
+    start = time.monotonic()
+    steps = split_tests(tests)
+    stubs = sorted(entry_points) if entry_points is not None else solution_names(solution, steps, prelude)
+    broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds)
+    results, _ = broker.run()
+    n_passed = sum(r.passed for r in results)
+    first = next((r.reason for r in results if not r.passed), "")
+    verdict = "passed" if results and n_passed == len(results) else "failed"
+    if not results:
+        first = "no tests"
+    return Judgement(verdict, len(results), n_passed, results, isolation=pool.level,
+                     memory_accounting=pool.memory_accounting, reason=first,
+                     solution_stderr=bytes(broker.stderr).decode("utf-8", "replace"),
+                     wall_seconds=time.monotonic() - start)
