@@ -97,17 +97,17 @@ def _limits():
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a too-large write raises OSError(EFBIG)
 
 
-def _channels():
-    """(job, requests in, protocol out): private fds; the untrusted code's fd 0 is /dev/null and its
-    fd 1 and 2 both go to the stderr pipe."""
-    rin = os.fdopen(os.dup(0), "rb", buffering=0)
+def _channels(buffered):
+    """(first line, requests in, protocol out): private fds; the untrusted code's fd 0 is /dev/null
+    and its fd 1 and 2 both go to the stderr pipe."""
+    rin = os.fdopen(os.dup(0), "rb", buffering=-1 if buffered else 0)
     out = os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(2, 1)
     os.close(null)
-    job = loads_line(rin.readline())
-    return job, rin, out
+    first = loads_line(rin.readline())
+    return first, rin, out
 
 
 def _send(fd, obj):
@@ -158,7 +158,47 @@ RAISABLE = {c.__name__: c for c in (ValueError, TypeError, KeyError, IndexError,
                                      ArithmeticError, OverflowError, AttributeError, NotImplementedError)}
 
 
+def serve_tests_forever(rin, out):
+    """A fork server: one fresh forked process per judgement's tests, so a tests process costs a
+    fork rather than a sandbox start. This process runs no test code itself; after each job it
+    kills the job's process group and empties /scratch, /tmp and /dev/shm."""
+    while True:
+        line = rin.readline()   # unbuffered: the job's own messages follow on the same pipe
+        if not line:
+            os._exit(0)
+        job = loads_line(line)
+        pid = os.fork()
+        if pid == 0:
+            os.setpgid(0, 0)
+            try:
+                # Buffered is safe here: the parent sends nothing past this job before "done".
+                serve_tests(job, os.fdopen(os.dup(rin.fileno()), "rb"), out)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if CFG["level"] != "rlimits":
+            for top in ("/scratch", "/tmp", "/dev/shm"):
+                _empty(top)
+        _send(out, {"op": "reaped", "n": job["nonce"], "status": status})
+
+
+def _empty(top):
+    try:
+        for root, dirs, files in os.walk(top, topdown=False):
+            for name in files:
+                os.unlink(os.path.join(root, name))
+            for name in dirs:
+                os.rmdir(os.path.join(root, name))
+    except OSError:
+        pass
+
+
 def serve_tests(job, rin, out):
+    NONCE = job["nonce"]
     counter = [0]
 
     def stub_for(name):
@@ -224,20 +264,38 @@ def run_program(job):
         os._exit(1)
 
 
+def _stay_init():
+    """In a new pid namespace this process is pid 1, which the kernel shields from signals it has
+    no handler for (SIGXCPU, even RLIMIT_CPU's SIGKILL). So the work runs in a forked child; pid 1
+    only reaps and passes the child's status on."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    while True:
+        try:
+            got, status = os.wait()
+        except ChildProcessError:
+            os._exit(1)
+        if got == pid:
+            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
 def main():
     if CFG["level"] == "unshare":
         _build_root()
+    if CFG["level"] != "rlimits" and CFG["role"] != "tests":   # the tests server forks per job itself
+        _stay_init()
     _limits()
     if CFG["role"] == "program":
         job = loads_line(sys.stdin.buffer.readline())
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         run_program(job)
         sys.exit(0)
-    job, rin, out = _channels()
+    job, rin, out = _channels(buffered=CFG["role"] == "solution")
     if CFG["role"] == "solution":
         serve_solution(job, rin, out)
     elif CFG["role"] == "tests":
-        serve_tests(job, rin, out)
+        serve_tests_forever(rin, out)
     os._exit(0)
 
 

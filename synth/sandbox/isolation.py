@@ -42,7 +42,7 @@ def sandbox_python() -> str:
 
 
 def bwrap_command(python: str, argv: list[str], env: dict[str, str], limits: dict) -> list[str]:
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
            "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{top}"
@@ -54,7 +54,7 @@ def bwrap_command(python: str, argv: list[str], env: dict[str, str], limits: dic
     for path, size in (("/dev/shm", limits["shm_bytes"]), ("/scratch", limits["scratch_bytes"]),
                        ("/tmp", limits["tmp_bytes"])):
         cmd += ["--size", str(int(size)), "--perms", "0700", "--tmpfs", path]
-    cmd += ["--remount-ro", "/", "--chdir", "/scratch", "--clearenv"]
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/scratch", "--clearenv"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     return cmd + [python, *argv]
@@ -139,6 +139,13 @@ class MemoryCgroup:
     @property
     def procs_file(self) -> str:
         return str(self.path / "cgroup.procs")
+
+    def usage(self) -> int:
+        name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
+        try:
+            return int((self.path / name).read_text())
+        except (OSError, ValueError):
+            return -1
 
     def oom_kills(self) -> int:
         name = "memory.events" if self.version == "v2" else "memory.oom_control"

@@ -199,22 +199,25 @@ class _Broker:
 
     def run(self) -> tuple[list[TestResult], str]:
         nonce = secrets.token_hex(16)
-        job = {"prelude": self.prelude, "stubs": self.stubs, "steps": self.steps,
+        job = {"nonce": nonce, "prelude": self.prelude, "stubs": self.stubs, "steps": self.steps,
                "per_test_seconds": self.per_test}
-        tester = self.pool.spawn_child("tests", job, self.limits, self.slot, 1, nonce)
         test_steps = [i for i, (kind, _) in enumerate(self.steps) if kind == "test"]
         results: dict[int, TestResult] = {}
-        failure = ""
+        if self.stubs:   # the solution process starts while the tests process loads
+            started = self._start_solver()
+            self.solver = None if isinstance(started, str) else started
+            self.restarts = 1
+        tester = self.pool.tests_server(self.slot, self.limits)
         if isinstance(tester, str):
             failure = f"the tests process could not start: {tester}"
         else:
-            # The solution process starts while the tests process loads (most tests call it).
-            if self.stubs:
-                started = self._start_solver()
-                self.solver = None if isinstance(started, str) else started
-                self.restarts = 1
-            failure = self._serve(tester, nonce, results)
-            tester.close(grace=0.5)
+            why = tester.send(job, time.monotonic() + 10)
+            failure = f"the tests process: {why}" if why else self._serve(tester, nonce, results)
+            if not failure:
+                reaped = tester.recv(time.monotonic() + 5)
+                if not (isinstance(reaped, dict) and reaped.get("op") == "reaped" and reaped.get("n") == nonce):
+                    failure = "the tests process did not end cleanly"
+            self.pool.release_tests_server(self.slot, tester, healthy=not failure)
         self._stop_solver()
         out = []
         for n, i in enumerate(test_steps):
@@ -248,6 +251,8 @@ class _Broker:
                 deadline = time.monotonic() + grace
             elif op == "done":
                 return ""
+            elif op == "reaped":
+                return f"the tests process ended early (status {msg.get('status')})"
             else:
                 return "the tests process: a malformed message"
 

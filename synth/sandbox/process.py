@@ -23,7 +23,7 @@ from .wire import WireError, dumps_line, loads_line
 
 HERE = Path(__file__).parent
 CHILD_SOURCE = (HERE / "wire.py").read_text() + "\n" + (HERE / "child.py").read_text()
-BASE_UID = 61000     # sandbox uids are BASE_UID + 2 * slot + (0: solution/program, 1: tests)
+BASE_UID = 61000     # the probe's uid range; each Sandbox draws its own base (see sandbox.py)
 EXTRA_PROCS = 4      # bwrap's and unshare's own processes count against RLIMIT_NPROC too
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
        "PYTHONIOENCODING": "utf-8", "HOME": "/scratch"}

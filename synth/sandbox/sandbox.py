@@ -4,7 +4,7 @@
         j = sb.judge(solution, tests)                 # a Judgement (see judge.py): the trusted path
         r = sb.run("print(1)")                        # a SandboxResult: a program's outcome only
 
-Each slot has its own unprivileged uids (one for solution processes, one for tests processes), so
+Each slot has its own unprivileged uids (drawn at random per Sandbox) (one for solution processes, one for tests processes), so
 RLIMIT_NPROC bounds a fork bomb per slot, and, where the machine allows, its own memory cgroups.
 `isolation_level="auto"` picks bubblewrap, else the namespace level; without either it refuses
 unless `allow_weak_isolation=True` (then the level is "rlimits" and every result says so).
@@ -25,7 +25,9 @@ from typing import Sequence
 from . import isolation
 from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
-from .process import BASE_UID, spawn
+from .process import spawn
+
+UID_RANGE = (1 << 20, 1 << 30)   # no accounts needed; a random base per Sandbox keeps concurrent sandboxes apart
 
 
 class Sandbox:
@@ -35,9 +37,11 @@ class Sandbox:
         self.level = isolation.choose(isolation_level, allow_weak_isolation=allow_weak_isolation)
         self.weak = self.level not in isolation.STRONG
         self.max_workers = max_workers
+        self.base_uid = UID_RANGE[0] + secrets.randbelow((UID_RANGE[1] - UID_RANGE[0]) // 64) * 64
         self._slots: queue.Queue[int] = queue.Queue()
         tag = f"cidermill-sandbox-{os.getpid()}-{secrets.token_hex(3)}"
         self._cgroups = {}
+        self._servers = {}   # slot -> the tests fork server (child.py serve_tests_forever)
         for slot in range(max_workers):
             self._slots.put(slot)
             for sub in (0, 1):
@@ -47,6 +51,9 @@ class Sandbox:
         self.memory_accounting = f"cgroup-{cg.version}" if cg else "rlimit"
 
     def close(self) -> None:
+        for child in self._servers.values():
+            child.close(grace=0.5)
+        self._servers = {}
         for cg in self._cgroups.values():
             if cg is not None:
                 cg.close()
@@ -67,7 +74,28 @@ class Sandbox:
         cg = self._cgroups.get((slot, sub))
         if cg is not None and cg.limit != limits.memory_bytes:
             cg.set_limit(limits.memory_bytes)
-        return spawn(self.level, role, job, limits, uid=BASE_UID + 2 * slot + sub, nonce=nonce, cgroup=cg)
+        return spawn(self.level, role, job, limits, uid=self.uid(slot, sub), nonce=nonce, cgroup=cg)
+
+    def uid(self, slot: int, sub: int) -> int:
+        """The slot's uid for solution/program processes (sub 0) or the tests process (sub 1)."""
+        return self.base_uid + 2 * slot + sub
+
+    def tests_server(self, slot: int, limits: SandboxLimits):
+        """This slot's tests fork server, started when missing or when its limits changed."""
+        child = self._servers.pop(slot, None)
+        if child is not None and child.limits != limits:
+            child.close(grace=0.2)
+            child = None
+        if child is None:
+            child = self.spawn_child("tests", {}, limits, slot, 1, "")
+        return child
+
+    def release_tests_server(self, slot: int, child, *, healthy: bool) -> None:
+        if healthy and not child.killed_for and child.proc.poll() is None:
+            self._servers[slot] = child
+        else:
+            child.kill("not reused")
+            child.close(grace=0.2)
 
     def _slot(self):
         return _SlotLease(self._slots)
