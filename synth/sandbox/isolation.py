@@ -41,8 +41,13 @@ def sandbox_python() -> str:
     raise ConfigError("the sandbox needs a system python3 (/usr/bin/python3); install the Debian package python3")
 
 
-def bwrap_command(python: str, argv: list[str], env: dict[str, str], limits: dict) -> list[str]:
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",
+def bwrap_command(python: str, argv: list[str], env: dict[str, str], limits: dict, *,
+                  die_with_parent: bool = True) -> list[str]:
+    # --die-with-parent's signal follows the *thread* that started bwrap: right for a process that
+    # lives within one judgement (its thread outlives it), wrong for the tests server that several
+    # judgements share; that one exits on EOF of its request pipe when the parent is gone.
+    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--new-session", "--as-pid-1",
+           *(["--die-with-parent"] if die_with_parent else []),
            "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{top}"

@@ -162,11 +162,12 @@ class _Broker:
         """Relay one call; the reply for the tests process ({"ok", "v" | "e", "t"})."""
         if self.solver is None:
             if self.restarts > len(self.steps) + 1:
-                return {"ok": False, "e": f"the solution: {self.solver_dead} (not restarted again)"}
+                return {"ok": False, "e": f"the solution: {self.solver_dead} (not restarted again)",
+                        "t": "SolutionError"}
             self.restarts += 1
             started = self._start_solver()
             if isinstance(started, str):
-                return {"ok": False, "e": f"the solution could not start: {started}"}
+                return {"ok": False, "e": f"the solution could not start: {started}", "t": "SolutionError"}
             self.solver = started
         child = self.solver
         why = child.send({"k": k, "fn": fn, "a": args, "kw": kwargs}, deadline)
@@ -184,7 +185,7 @@ class _Broker:
         child.kill(why)
         self.solver_dead = why if not child.memory_killed() else "memory limit"
         self._stop_solver()
-        return {"ok": False, "e": f"the solution: {self.solver_dead}"}
+        return {"ok": False, "e": f"the solution: {self.solver_dead}", "t": "SolutionError"}
 
     @staticmethod
     def _check_reply(reply: dict, nonce: str, k: int) -> dict:
@@ -194,13 +195,17 @@ class _Broker:
             if set(reply) != {"n", "k", "ok", "v"}:
                 raise WireError("unexpected fields")
             return {"ok": True, "v": encode(decode(reply["v"]))}   # validated, then re-encoded canonically
-        kind = reply.get("t") if reply.get("t") in RAISABLE else "SolutionError"
-        return {"ok": False, "e": str(reply.get("e", ""))[:300], "t": kind}
+        kind, message = str(reply.get("t", "")), str(reply.get("e", ""))[:300]
+        if kind in RAISABLE:
+            return {"ok": False, "e": message, "t": kind}
+        return {"ok": False, "e": f"{kind[:60]}: {message}", "t": "SolutionError"}
 
     def run(self) -> tuple[list[TestResult], str]:
         nonce = secrets.token_hex(16)
+        # The tests process's alarm is a second later than a call's deadline, so a slow solution is
+        # reported as such (the parent gives up on the call first) rather than as a slow test.
         job = {"nonce": nonce, "prelude": self.prelude, "stubs": self.stubs, "steps": self.steps,
-               "per_test_seconds": self.per_test}
+               "per_test_seconds": self.per_test + 1.0}
         test_steps = [i for i, (kind, _) in enumerate(self.steps) if kind == "test"]
         results: dict[int, TestResult] = {}
         if self.stubs:   # the solution process starts while the tests process loads
@@ -226,7 +231,7 @@ class _Broker:
         return out, failure
 
     def _serve(self, tester: Child, nonce: str, results: dict[int, TestResult]) -> str:
-        grace = 2.0 + self.per_test   # the tests process's own alarm ends a test after per_test
+        grace = 3.0 + self.per_test   # the tests process's own alarm ends a test after per_test + 1
         deadline = time.monotonic() + grace + 3.0   # + start-up and the prelude
         while True:
             msg = tester.recv(deadline)
@@ -262,6 +267,13 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
                   per_test_seconds: float) -> Judgement:
     start = time.monotonic()
     steps = split_tests(tests)
+    try:
+        ast.parse(solution)
+    except (SyntaxError, ValueError) as exc:   # nothing to run: every test fails, with the reason
+        why = f"the solution does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})"
+        results = [TestResult(n, src, False, why) for n, (_, src) in enumerate(s for s in steps if s[0] == "test")]
+        return Judgement("failed", len(results), 0, results, isolation=pool.level,
+                         memory_accounting=pool.memory_accounting, reason=why, wall_seconds=time.monotonic() - start)
     stubs = sorted(entry_points) if entry_points is not None else solution_names(solution, steps, prelude)
     broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds)
     results, _ = broker.run()

@@ -215,7 +215,7 @@ def spawn(level: str, role: str, job: dict, limits: SandboxLimits, *, uid: int |
     argv = ["-I", "-S", "-c", CHILD_SOURCE, json.dumps(cfg)]
     env, cwd, host_dir = dict(ENV), "/", None
     if level == "bwrap":
-        cmd = isolation.bwrap_command(python, argv, env, cfg["limits"])
+        cmd = isolation.bwrap_command(python, argv, env, cfg["limits"], die_with_parent=role != "tests")
         env = {}
         if as_root:
             cmd = isolation.drop_to(uid, cmd)

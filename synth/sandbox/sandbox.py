@@ -27,6 +27,7 @@ from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .process import spawn
 
+SERVER_JOBS = 500                # a tests server is replaced after this many judgements
 UID_RANGE = (1 << 20, 1 << 30)   # no accounts needed; a random base per Sandbox keeps concurrent sandboxes apart
 
 
@@ -91,7 +92,8 @@ class Sandbox:
         return child
 
     def release_tests_server(self, slot: int, child, *, healthy: bool) -> None:
-        if healthy and not child.killed_for and child.proc.poll() is None:
+        child.jobs = getattr(child, "jobs", 0) + 1
+        if healthy and not child.killed_for and child.proc.poll() is None and child.jobs < SERVER_JOBS:
             self._servers[slot] = child
         else:
             child.kill("not reused")

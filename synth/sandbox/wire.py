@@ -38,6 +38,8 @@ def _enc(v, depth, budget):
     if t is bool:
         return ["b", v]
     if t is int:
+        if v.bit_length() > MAX_INT_DIGITS * 3:   # > 4000 digits for sure; str() would refuse anyway
+            raise WireError("int too large")
         s = str(v)
         if len(s) > MAX_INT_DIGITS:
             raise WireError("int too large")
