@@ -8,6 +8,7 @@ do not look at its output, which HumanEval's never do.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -90,8 +91,20 @@ def humaneval_judge_job(item: dict, *, completion: str | None = None, mutated: b
     solution = f"{item['prompt']}{body}\n"
     if mutated:
         solution += _PERTURB.format(name=name)
-    return {"solution": solution, "tests": f"{item['test']}\n\ncheck({name})\n", "prelude": item["prompt"],
+    return {"solution": solution, "tests": f"{item['test']}\n\ncheck({name})\n", "prelude": _prelude(item["prompt"]),
             "entry_points": [name]}
+
+
+def _prelude(prompt: str) -> str:
+    """The prompt as code of its own: it ends in the entry point's header, whose docstring is its
+    body; without a docstring the header gets `pass` (the stub replaces it anyway)."""
+    for text in (prompt, prompt.rstrip() + "\n    pass\n"):
+        try:
+            ast.parse(text)
+            return text
+        except SyntaxError:
+            continue
+    return ""
 
 
 def mutated_humaneval_program(item: dict) -> str:

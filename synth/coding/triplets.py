@@ -64,6 +64,10 @@ class TripletsConfig:
         require(self.test_samples >= 1, f"test_samples must be >= 1; got {self.test_samples}")
         require(0 <= self.min_pass_rate <= 1, f"min_pass_rate must be in [0, 1]; got {self.min_pass_rate}")
         require(self.workers >= 1, f"workers must be >= 1; got {self.workers}")
+        require(self.isolation in ("auto", "bwrap", "unshare", "rlimits"),
+                f"isolation must be auto, bwrap, unshare or rlimits; got {self.isolation!r}")
+        require(self.isolation != "rlimits" or self.allow_weak_isolation,
+                "isolation 'rlimits' (no namespaces) needs allow_weak_isolation: true")
 
     def limits(self) -> SandboxLimits:
         return SandboxLimits(cpu_seconds=self.cpu_seconds, wall_seconds=self.wall_seconds,

@@ -9,13 +9,14 @@ from corpus.config import require
 
 
 class Verdict(str, Enum):
-    PASSED = "passed"      # ran to the end, no assertion failed
+    """How a whole program's process ended (`Sandbox.run`). The program itself can fake its exit
+    status, so this is an outcome, not a test verdict: for that use `Sandbox.judge`."""
+    PASSED = "passed"      # exited 0
     FAILED = "failed"      # an exception (AssertionError, NameError, ...) ended it, or it exited non-zero
     TIMEOUT = "timeout"    # CPU seconds or wall-clock seconds ran out
-    MEMORY = "memory"      # the address-space limit was hit (MemoryError)
-    CRASHED = "crashed"    # killed by a signal / died without reporting (segfault, abort, ...)
-    BLOCKED = "blocked"    # tried something the sandbox forbids: network, writes outside scratch,
-                           # reading host secrets, too many processes, too much output
+    MEMORY = "memory"      # MemoryError, or the memory cgroup killed it (tmpfs, memfd, heap)
+    CRASHED = "crashed"    # killed by a signal (segfault, abort, ...)
+    BLOCKED = "blocked"    # more output than kill_output_bytes: killed
 
 
 @dataclass(frozen=True, kw_only=True)

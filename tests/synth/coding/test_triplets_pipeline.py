@@ -136,3 +136,19 @@ def test_hostile_candidates_fail_with_reasons_and_never_fail_the_stage(tmp_path)
     [row] = result.table.to_pylist()
     assert row["candidate_passes"] == [0, 0, 0, 3] and row["solution"] == "def reverse_string(s):\n    return s[::-1]"
     assert result.stats.counters["sandbox_failed"] == 3 and result.stats.counters["sandbox_passed"] == 1
+
+
+def test_weak_isolation_must_be_asked_for_and_is_on_every_row(tmp_path):
+    def reply(req, i):
+        return TESTS["reverse_string"] if req.template_id == "coding_tests" else HOSTILE[3]
+
+    register_backend("test-weak", ScriptedBackend(reply, model="scripted-weak", cache=str(tmp_path / "c.sqlite")))
+    stage = coding_stages({"kind": "registered", "name": "test-weak"}, n_solutions=1)[-1]
+    with pytest.raises(Exception, match="allow_weak_isolation"):
+        type(stage)({**stage.config_dict(), "isolation": "rlimits"})
+    weak = type(stage)({**stage.config_dict(), "isolation": "rlimits", "allow_weak_isolation": True})
+    seeds = topics_table().filter(pa.compute.equal(topics_table()["entry_point"], "reverse_string"))
+    result = weak(seeds.append_column("question", pa.array(["Reverse s."] * seeds.num_rows)))
+    assert result.table.column("sandbox_isolation").to_pylist() == ["rlimits"]
+    assert result.stats.counters["sandbox_isolation_rlimits"] == 1
+    assert weak.describe()["config"]["allow_weak_isolation"] is True
