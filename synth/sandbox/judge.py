@@ -103,40 +103,55 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def solution_names(solution: str, steps: list[tuple[str, str]], prelude: str) -> list[str]:
-    """The solution's top-level names that the tests use and the prelude does not define."""
-    try:
-        defined = _top_level_names(ast.parse(solution))
-    except SyntaxError:
-        defined = set()
-    try:
-        trusted = _top_level_names(ast.parse(prelude))
-    except SyntaxError:
-        trusted = set()
+    """The solution's callables (top-level def, class, `name = lambda/other name`) that the tests
+    use and the prelude does not define: these become stubs in the tests process."""
+    defined = _callables(_parse(solution))
+    trusted = _callables(_parse(prelude)) | {n for _, n in _imports(_parse(prelude))}
     used = set()
     for _, src in steps:
         used |= {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
     return sorted((defined & used) - trusted)
 
 
-def _top_level_names(tree: ast.Module) -> set[str]:
+def solution_imports(solution: str) -> str:
+    """The solution's top-level import statements, for the tests process: tests often lean on the
+    solution's `import math`. Only the standard library is importable in the sandbox, so this runs
+    no code of the solution's."""
+    tree = _parse(solution)
+    return "\n".join(ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                     and not (isinstance(node, ast.ImportFrom) and node.level))
+
+
+def _parse(source: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _callables(tree: ast.Module) -> set[str]:
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Name, ast.Attribute)):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return names
+
+
+def _imports(tree: ast.Module):
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield node, (alias.asname or alias.name).split(".")[0]
 
 
 class _Broker:
     """One judgement: the tests process drives, the parent relays calls to the solution process."""
 
     def __init__(self, pool, slot: int, solution: str, steps, prelude: str, stubs: list[str],
-                 limits: SandboxLimits, per_test_seconds: float):
+                 limits: SandboxLimits, per_test_seconds: float, imports: str = ""):
+        self.imports = imports
         self.pool, self.slot, self.solution, self.limits = pool, slot, solution, limits
         self.steps, self.prelude, self.stubs, self.per_test = steps, prelude, stubs, per_test_seconds
         self.solver: Child | None = None
@@ -204,7 +219,8 @@ class _Broker:
         nonce = secrets.token_hex(16)
         # The tests process's alarm is a second later than a call's deadline, so a slow solution is
         # reported as such (the parent gives up on the call first) rather than as a slow test.
-        job = {"nonce": nonce, "prelude": self.prelude, "stubs": self.stubs, "steps": self.steps,
+        job = {"nonce": nonce, "imports": self.imports, "prelude": self.prelude, "stubs": self.stubs,
+               "steps": self.steps,
                "per_test_seconds": self.per_test + 1.0}
         test_steps = [i for i, (kind, _) in enumerate(self.steps) if kind == "test"]
         results: dict[int, TestResult] = {}
@@ -275,7 +291,8 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
         return Judgement("failed", len(results), 0, results, isolation=pool.level,
                          memory_accounting=pool.memory_accounting, reason=why, wall_seconds=time.monotonic() - start)
     stubs = sorted(entry_points) if entry_points is not None else solution_names(solution, steps, prelude)
-    broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds)
+    broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds,
+                     imports=solution_imports(solution))
     results, _ = broker.run()
     n_passed = sum(r.passed for r in results)
     first = next((r.reason for r in results if not r.passed), "")
