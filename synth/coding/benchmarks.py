@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def benchmarks_dir() -> Path:
+    """Where tests look for the benchmarks ($CIDERMILL_BENCHMARKS, else ../shared/data/benchmarks);
+    product code takes a path instead (`load_humaneval(path)`, `synth sandbox-check --data`)."""
     return Path(os.environ.get("CIDERMILL_BENCHMARKS", REPO / ".." / "shared" / "data" / "benchmarks")).resolve()
 
 
@@ -30,8 +32,8 @@ def humaneval_path(data: str | Path) -> Path:
     raise FileNotFoundError(f"HumanEval not found at {data} (want HumanEval.jsonl.gz or a folder holding it)")
 
 
-def load_humaneval(data: str | Path | None = None) -> list[dict]:
-    path = humaneval_path(data if data is not None else benchmarks_dir())
+def load_humaneval(data: str | Path) -> list[dict]:
+    path = humaneval_path(data)
     opener = gzip.open if path.suffix == ".gz" else open
     items = []
     with opener(path, "rt", encoding="utf-8") as f:
@@ -49,8 +51,8 @@ def load_humaneval(data: str | Path | None = None) -> list[dict]:
     return items
 
 
-def load_mbpp(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "mbpp" / "mbpp.jsonl"
+def load_mbpp(folder: str | Path) -> list[dict]:
+    path = Path(folder) / "mbpp" / "mbpp.jsonl"
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
