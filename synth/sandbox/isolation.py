@@ -152,6 +152,21 @@ class MemoryCgroup:
         except (OSError, ValueError):
             return -1
 
+    def wait_released(self, timeout: float = 2.0) -> None:
+        """Namespaces (and the tmpfs, memfd and SysV segments in them) are torn down asynchronously
+        after the last process exits; wait until their memory is uncharged so the slot's next run
+        gets its whole limit."""
+        import time
+        deadline = time.monotonic() + timeout
+        while self.usage() > self.limit // 8 and time.monotonic() < deadline and not self._busy():
+            time.sleep(0.02)
+
+    def _busy(self) -> bool:
+        try:
+            return bool(Path(self.procs_file).read_text().strip())
+        except OSError:
+            return False
+
     def oom_kills(self) -> int:
         name = "memory.events" if self.version == "v2" else "memory.oom_control"
         try:

@@ -191,6 +191,7 @@ class Child:
             self.proc.wait()
         if self.cgroup:
             self.cgroup.kill_all()
+            self.cgroup.wait_released()
         if self.uid_to_clear is not None:   # rlimits level: stragglers die with their uid
             subprocess.run(["kill", "-9", "-1"], user=self.uid_to_clear, group=self.uid_to_clear, extra_groups=[],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)

@@ -203,3 +203,27 @@ def test_weak_isolation_must_be_asked_for_and_is_recorded():
         j = sb.judge("def f(x):\n    return x\n", "assert f(1) == 1\n")
         assert (j.verdict, j.isolation) == ("passed", "rlimits")
         assert sb.describe()["weak_isolation"] is True
+
+
+def test_sysv_shared_memory_counts_and_goes_with_the_run(box):
+    # SysV segments outlive their process unless removed; in the sandbox's own IPC namespace they
+    # go with it, and while they exist they count against the memory cgroup.
+    code = FILL + """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+segs = []
+def write(b):
+    seg = libc.shmget(0, len(b), 0o1600)   # IPC_PRIVATE, IPC_CREAT | 0600
+    if seg < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    addr = libc.shmat(seg, None, 0)
+    ctypes.memset(addr, 1, len(b))
+    segs.append(seg)
+fill(write)
+import time; time.sleep(5)
+"""
+    verdict, out, err = _run(box, code)
+    written = max([int(x) for x in out.split() if x.isdigit()] or [0])
+    assert verdict is not Verdict.PASSED and written <= LIMITS.memory_bytes, (verdict, out[-200:], err[-200:])
+    assert 0 <= box._cgroups[(0, 0)].usage() < 32 * 1024**2
