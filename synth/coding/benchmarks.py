@@ -86,15 +86,49 @@ def {name}(*args, **kwargs):
 
 
 def humaneval_judge_job(item: dict, *, completion: str | None = None, mutated: bool = False) -> dict:
-    """Keyword arguments for `Sandbox.judge`: the prompt is the trusted prelude (the tests use its
-    helpers, e.g. `poly`), prompt + completion is the solution, `check(entry_point)` is the test."""
+    """Keyword arguments for `Sandbox.judge`. prompt + completion is the solution. When `check` is
+    only `assert candidate(<literals>) == <literals>` lines, each is one test that the parent decides
+    (see sandbox/direct.py); otherwise `check(entry_point)` is the one test, run by the tests process
+    with the prompt as trusted prelude (the tests use its helpers, e.g. `poly`)."""
     name = item["entry_point"]
     body = item["canonical_solution"] if completion is None else completion
     solution = f"{item['prompt']}{body}\n"
     if mutated:
         solution += _PERTURB.format(name=name)
+    inlined = _inline_check(item["test"], name)
+    if inlined is not None:
+        return {"solution": solution, "tests": inlined, "entry_points": [name]}
     return {"solution": solution, "tests": f"{item['test']}\n\ncheck({name})\n", "prelude": _prelude(item["prompt"]),
             "entry_points": [name]}
+
+
+def _inline_check(test: str, name: str) -> list[str] | None:
+    """`check`'s asserts as top-level tests on `name`, when the parent can decide every one."""
+    from synth.sandbox import direct, split_tests
+
+    tree = ast.parse(test)
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    others = [n for n in tree.body if n not in checks and not (isinstance(n, ast.Assign) and
+                                                             [t.id for t in n.targets if isinstance(t, ast.Name)]
+                                                             == ["METADATA"])]
+    if len(checks) != 1 or others or len(checks[0].args.args) != 1:
+        return None
+    arg = checks[0].args.args[0].arg
+    asserts = []
+    for stmt in checks[0].body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue   # a docstring or a bare string
+        if not isinstance(stmt, ast.Assert):
+            return None
+        if isinstance(stmt.test, ast.Constant):
+            continue   # `assert True`
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id == arg:
+                n.id = name
+        asserts.append(ast.unparse(ast.Assert(stmt.test, None)))
+    if not asserts or direct.plan(split_tests(asserts), [name], "") is None:
+        return None
+    return asserts
 
 
 def _prelude(prompt: str) -> str:

@@ -28,6 +28,7 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
+from . import direct
 from .limits import SandboxLimits
 from .process import Child, spawn
 from .wire import WireError, decode, encode
@@ -57,6 +58,7 @@ class Judgement:
     isolation: str = ""                   # bwrap | unshare | rlimits (weak: no namespaces)
     memory_accounting: str = ""           # cgroup-v1 | cgroup-v2 | rlimit
     reason: str = ""                      # the first failure's reason, for one-line reports
+    decided_by: str = ""                  # "parent" (direct.py) | "tests process" (the solution never ran there)
     solution_stderr: str = ""             # capped
     wall_seconds: float = 0.0
 
@@ -160,12 +162,7 @@ class _Broker:
         self.stderr = bytearray()
 
     def _start_solver(self) -> Child | str:
-        nonce = secrets.token_hex(16)
-        child = self.pool.spawn_child("solution", {"source": self.solution}, self.limits, self.slot, 0, nonce)
-        if isinstance(child, str):
-            return child
-        child.nonce = nonce
-        return child
+        return self.pool.solver(self.slot, self.limits, self.solution)
 
     def _stop_solver(self) -> None:
         if self.solver is not None:
@@ -204,16 +201,76 @@ class _Broker:
 
     @staticmethod
     def _check_reply(reply: dict, nonce: str, k: int) -> dict:
+        """The answer for the tests process: a value validated and re-encoded canonically, or the
+        error (re-raised there by name when it is a plain built-in exception)."""
         if reply.get("n") != nonce or reply.get("k") != k or type(reply.get("ok")) is not bool:
             raise WireError("an answer that does not belong to this call")
         if reply["ok"]:
             if set(reply) != {"n", "k", "ok", "v"}:
                 raise WireError("unexpected fields")
-            return {"ok": True, "v": encode(decode(reply["v"]))}   # validated, then re-encoded canonically
+            return {"ok": True, "v": encode(decode(reply["v"]))}
         kind, message = str(reply.get("t", "")), str(reply.get("e", ""))[:300]
         if kind in RAISABLE:
             return {"ok": False, "e": message, "t": kind}
         return {"ok": False, "e": f"{kind[:60]}: {message}", "t": "SolutionError"}
+
+    def run_direct(self, plans: list[direct.Plan]) -> list[TestResult]:
+        """Every call sent at once to the solution process; each assertion decided here."""
+        out: dict[int, TestResult] = {}
+        pending = list(range(len(plans)))
+        while pending:
+            if self.solver is None:
+                if self.restarts > len(plans) + 1:
+                    break
+                self.restarts += 1
+                started = self._start_solver()
+                if isinstance(started, str):
+                    self.solver_dead = f"could not start: {started}"
+                    break
+                self.solver = started
+            child, sent = self.solver, []
+            for i in pending:
+                p = plans[i]
+                try:
+                    req = {"k": i + 1, "fn": p.fn, "a": encode(p.args), "kw": encode(p.kwargs)}
+                except WireError as exc:
+                    out[i] = TestResult(i, p.source, False, f"cannot pass this argument to the solution: {exc}")
+                    continue
+                if child.send(req, time.monotonic() + self.per_test):
+                    break   # the process is gone: the replies so far, then the first unsent test fails
+                sent.append(i)
+            pending = [i for i in pending if i not in out]
+            for i in sent:
+                reply = child.recv(time.monotonic() + self.per_test)
+                try:
+                    if isinstance(reply, str):
+                        raise WireError(reply)
+                    answer = self._check_reply(reply, child.nonce, i + 1)
+                except WireError as exc:
+                    why = str(exc)
+                    why = f"no answer within the per-test time limit ({self.per_test:g}s)" if why == "timeout" else why
+                    child.kill(why)
+                    self.solver_dead = "memory limit" if child.memory_killed() else why
+                    self._stop_solver()
+                    out[i] = TestResult(i, plans[i].source, False, f"the solution: {self.solver_dead}")
+                    break
+                if answer["ok"]:
+                    ok, why = plans[i].holds(decode(answer["v"]))
+                else:
+                    ok, why = False, answer["e"] if answer["t"] == "SolutionError" else f"{answer['t']}: {answer['e']}"
+                out[i] = TestResult(i, plans[i].source, ok, why)
+            pending = [i for i in pending if i not in out]
+            if pending and self.solver is child:   # requests that were never sent: the process is gone
+                why = child.killed_for or child.ended()
+                child.kill(why)
+                self.solver_dead = "memory limit" if child.memory_killed() else why
+                self._stop_solver()
+                out[pending[0]] = TestResult(pending[0], plans[pending[0]].source, False,
+                                             f"the solution: {self.solver_dead}")
+                pending = pending[1:]
+        self._stop_solver()
+        why = f"the solution: {self.solver_dead or 'no answer'}"
+        return [out.get(i) or TestResult(i, p.source, False, why) for i, p in enumerate(plans)]
 
     def run(self) -> tuple[list[TestResult], str]:
         nonce = secrets.token_hex(16)
@@ -280,7 +337,7 @@ class _Broker:
 
 def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, prelude: str = "",
                   entry_points: list[str] | None = None, limits: SandboxLimits,
-                  per_test_seconds: float) -> Judgement:
+                  per_test_seconds: float, prefer_direct: bool = True) -> Judgement:
     start = time.monotonic()
     steps = split_tests(tests)
     try:
@@ -293,13 +350,17 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
     stubs = sorted(entry_points) if entry_points is not None else solution_names(solution, steps, prelude)
     broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds,
                      imports=solution_imports(solution))
-    results, _ = broker.run()
+    plans = direct.plan(steps, stubs, prelude) if prefer_direct else None
+    if plans is not None:
+        results, decided_by = broker.run_direct(plans), "parent"
+    else:
+        (results, _), decided_by = broker.run(), "tests process"
     n_passed = sum(r.passed for r in results)
     first = next((r.reason for r in results if not r.passed), "")
     verdict = "passed" if results and n_passed == len(results) else "failed"
     if not results:
         first = "no tests"
     return Judgement(verdict, len(results), n_passed, results, isolation=pool.level,
-                     memory_accounting=pool.memory_accounting, reason=first,
+                     memory_accounting=pool.memory_accounting, reason=first, decided_by=decided_by,
                      solution_stderr=bytes(broker.stderr).decode("utf-8", "replace"),
                      wall_seconds=time.monotonic() - start)

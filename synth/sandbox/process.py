@@ -203,9 +203,10 @@ class Child:
         return self.proc.returncode
 
 
-def spawn(level: str, role: str, job: dict, limits: SandboxLimits, *, uid: int | None, nonce: str,
-          cgroup: MemoryCgroup | None) -> Child | str:
-    """Start a child; a string (the reason) when it could not even start."""
+def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid: int | None, nonce: str,
+          cgroup: MemoryCgroup | None, die_with_parent: bool = True) -> Child | str:
+    """Start a child; a string (the reason) when it could not even start. With `job=None` the
+    child starts and waits for its first line (a pre-started solution process, see sandbox.py)."""
     python = isolation.sandbox_python()
     as_root = os.geteuid() == 0
     nproc = limits.max_processes + EXTRA_PROCS
@@ -216,7 +217,7 @@ def spawn(level: str, role: str, job: dict, limits: SandboxLimits, *, uid: int |
     argv = ["-I", "-S", "-c", CHILD_SOURCE, json.dumps(cfg)]
     env, cwd, host_dir = dict(ENV), "/", None
     if level == "bwrap":
-        cmd = isolation.bwrap_command(python, argv, env, cfg["limits"], die_with_parent=role != "tests")
+        cmd = isolation.bwrap_command(python, argv, env, cfg["limits"], die_with_parent=die_with_parent)
         env = {}
         if as_root:
             cmd = isolation.drop_to(uid, cmd)
@@ -239,9 +240,11 @@ def spawn(level: str, role: str, job: dict, limits: SandboxLimits, *, uid: int |
     child = Child(proc, limits, cgroup, host_dir, role)
     if level == "rlimits" and as_root:
         child.uid_to_clear = uid
-    why = child.send(job, time.monotonic() + 10)
-    if why:
-        child.kill(why)
+    child.nonce = nonce
+    if job is not None:
+        why = child.send(job, time.monotonic() + 10)
+        if why:
+            child.kill(why)
     return child
 
 

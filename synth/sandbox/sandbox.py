@@ -27,6 +27,7 @@ from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .process import spawn
 
+SUBS = {"solution": 0, "tests": 1, "solution-next": 2, "program": 3}   # per slot: own uid and cgroup each
 SERVER_JOBS = 500                # a tests server is replaced after this many judgements
 UID_RANGE = (1 << 20, 1 << 30)   # no accounts needed; a random base per Sandbox keeps concurrent sandboxes apart
 
@@ -38,23 +39,24 @@ class Sandbox:
         self.level = isolation.choose(isolation_level, allow_weak_isolation=allow_weak_isolation)
         self.weak = self.level not in isolation.STRONG
         self.max_workers = max_workers
-        self.base_uid = UID_RANGE[0] + secrets.randbelow((UID_RANGE[1] - UID_RANGE[0]) // 64) * 64
+        self.base_uid = UID_RANGE[0] + secrets.randbelow((UID_RANGE[1] - UID_RANGE[0]) // 4096) * 4096
         self._slots: queue.Queue[int] = queue.Queue()
         tag = f"cidermill-sandbox-{os.getpid()}-{secrets.token_hex(3)}"
         self._cgroups = {}
         self._servers = {}   # slot -> the tests fork server (child.py serve_tests_forever)
+        self._warm = {}      # slot -> a started solution process waiting for its solution
         for slot in range(max_workers):
             self._slots.put(slot)
-            for sub in (0, 1):
+            for sub in SUBS.values():
                 self._cgroups[slot, sub] = isolation.MemoryCgroup.create(f"{tag}-{slot}-{sub}",
                                                                          self.limits.memory_bytes)
         cg = next(iter(self._cgroups.values()), None)
         self.memory_accounting = f"cgroup-{cg.version}" if cg else "rlimit"
 
     def close(self) -> None:
-        for child in self._servers.values():
+        for child in [*self._servers.values(), *self._warm.values()]:
             child.close(grace=0.5)
-        self._servers = {}
+        self._servers, self._warm = {}, {}
         for cg in self._cgroups.values():
             if cg is not None:
                 cg.close()
@@ -71,15 +73,45 @@ class Sandbox:
 
     # -- used by judge.py ------------------------------------------------------------------------
 
-    def spawn_child(self, role: str, job: dict, limits: SandboxLimits, slot: int, sub: int, nonce: str):
+    def spawn_child(self, role: str, job: dict | None, limits: SandboxLimits, slot: int, sub: int, nonce: str, *,
+                    die_with_parent: bool = True):
         cg = self._cgroups.get((slot, sub))
         if cg is not None and cg.limit != limits.memory_bytes:
             cg.set_limit(limits.memory_bytes)
-        return spawn(self.level, role, job, limits, uid=self.uid(slot, sub), nonce=nonce, cgroup=cg)
+        child = spawn(self.level, role, job, limits, uid=self.uid(slot, sub), nonce=nonce, cgroup=cg,
+                      die_with_parent=die_with_parent)
+        if not isinstance(child, str):
+            child.sub = sub
+        return child
+
+    def solver(self, slot: int, limits: SandboxLimits, source: str):
+        """A fresh solution process running `source`: the slot's pre-started one when it is alive
+        (nothing has run in it yet; it was waiting for its first line), else a new one. Then the
+        next one is started, so its start-up overlaps this judgement instead of delaying the next."""
+        child = self._warm.pop(slot, None)
+        if child is not None:
+            if child.limits == limits and child.proc.poll() is None and not child.killed_for and \
+                    child.send({"source": source}, time.monotonic() + 5) is None:
+                sub = child.sub
+            else:
+                child.kill("stale")
+                child.close(grace=0.1)
+                child = None
+        if child is None:
+            sub = SUBS["solution"]
+            child = self.spawn_child("solution", {"source": source}, limits, slot, sub, secrets.token_hex(16))
+        # Not tied to this thread (bwrap's parent-death signal follows the thread): it waits on its
+        # first line, and exits on EOF if this process goes away.
+        other = SUBS["solution-next"] if sub == SUBS["solution"] else SUBS["solution"]
+        warm = self.spawn_child("solution", None, limits, slot, other, secrets.token_hex(16), die_with_parent=False)
+        if not isinstance(warm, str):
+            self._warm[slot] = warm
+        return child
 
     def uid(self, slot: int, sub: int) -> int:
-        """The slot's uid for solution/program processes (sub 0) or the tests process (sub 1)."""
-        return self.base_uid + 2 * slot + sub
+        """The slot's uid for one kind of process (SUBS): solution processes alternate between two,
+        so a pre-started one never shares a uid or cgroup with the one at work."""
+        return self.base_uid + 4 * slot + sub
 
     def tests_server(self, slot: int, limits: SandboxLimits):
         """This slot's tests fork server, started when missing or when its limits changed."""
@@ -88,7 +120,7 @@ class Sandbox:
             child.close(grace=0.2)
             child = None
         if child is None:
-            child = self.spawn_child("tests", {}, limits, slot, 1, "")
+            child = self.spawn_child("tests", {}, limits, slot, SUBS["tests"], "")
         return child
 
     def release_tests_server(self, slot: int, child, *, healthy: bool) -> None:
@@ -106,12 +138,14 @@ class Sandbox:
 
     def judge(self, solution: str, tests: str | list[str], *, prelude: str = "",
               entry_points: list[str] | None = None, timeout_s: float = 2.0,
-              limits: SandboxLimits | None = None) -> Judgement:
+              limits: SandboxLimits | None = None, prefer_direct: bool = True) -> Judgement:
         """Run `solution` against `tests` (see judge.py); never raises for anything the solution does.
-        `timeout_s` is per test; `prelude` is trusted code the tests may use (HumanEval's prompt)."""
+        `timeout_s` is per test; `prelude` is trusted code the tests may use (HumanEval's prompt);
+        `prefer_direct=False` sends even simple asserts through the tests process."""
         with self._slot() as slot:
             return run_judgement(self, slot, solution, tests, prelude=prelude, entry_points=entry_points,
-                                 limits=limits or self.limits, per_test_seconds=timeout_s)
+                                 limits=limits or self.limits, per_test_seconds=timeout_s,
+                                 prefer_direct=prefer_direct)
 
     def judge_many(self, jobs: Sequence[dict]) -> list[Judgement]:
         """`jobs`: keyword dicts for `judge`; results in order, `max_workers` at a time."""
@@ -124,7 +158,7 @@ class Sandbox:
         limits = limits or self.limits
         with self._slot() as slot:
             start = time.monotonic()
-            child = self.spawn_child("program", {"source": program}, limits, slot, 0, "")
+            child = self.spawn_child("program", {"source": program}, limits, slot, SUBS["program"], "")
             if isinstance(child, str):
                 return SandboxResult(Verdict.CRASHED, reason=child, isolation=self.level)
             child.drain(start + limits.wall_seconds)

@@ -111,7 +111,7 @@ time.sleep(0.2)
     for host in (Path("/tmp"), Path("/dev/shm")):
         assert not list(host.rglob(f"left-{token}")) if host == Path("/dev/shm") else \
             not list(host.glob(f"left-{token}"))
-    uids = {box.uid(slot, sub) for slot in range(box.max_workers) for sub in (0,)}
+    uids = {box.uid(slot, 3) for slot in range(box.max_workers)}
     assert _processes_of(uids) == []
     # The next run starts from an empty scratch.
     verdict, out, _ = _run(box, "import os; print(sorted(os.listdir('/scratch') + os.listdir('/tmp')))")
@@ -177,7 +177,7 @@ import time; time.sleep(5)
     assert verdict in (Verdict.MEMORY, Verdict.FAILED, Verdict.CRASHED), (verdict, out[-200:])
     assert written <= LIMITS.memory_bytes, written
     # And the memory is released when the run ends.
-    cg = box._cgroups[(0, 0)]
+    cg = box._cgroups[(0, 3)]
     assert 0 <= cg.usage() < 32 * 1024**2
 
 
@@ -226,4 +226,4 @@ import time; time.sleep(5)
     verdict, out, err = _run(box, code)
     written = max([int(x) for x in out.split() if x.isdigit()] or [0])
     assert verdict is not Verdict.PASSED and written <= LIMITS.memory_bytes, (verdict, out[-200:], err[-200:])
-    assert 0 <= box._cgroups[(0, 0)].usage() < 32 * 1024**2
+    assert 0 <= box._cgroups[(0, 3)].usage() < 32 * 1024**2

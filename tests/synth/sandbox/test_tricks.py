@@ -11,6 +11,10 @@ import os
 import pytest
 
 TESTS = "assert double(2) == 4\nassert double(5) == 10\nassert double(-3) == -6\n"
+# The same three tests HumanEval-style: a helper the tests process runs (the parent cannot decide it).
+CHECK = "def check(candidate):\n    for x in (2, 5, -3):\n        assert candidate(x) == 2 * x\n\n" \
+        "check(double)\ncheck(double)\ncheck(double)\n"
+FORMS = {"parent": TESTS, "tests process": CHECK}
 HONEST = "def double(x):\n    return 2 * x\n"
 
 # Code that looks everywhere the old harness exposed expected values: caller frames, gc, the
@@ -114,18 +118,21 @@ def double(x):
 }
 
 
-def test_the_honest_solution_passes(box):
-    j = box.judge(HONEST, TESTS, timeout_s=3)
-    assert (j.verdict, j.n_passed, j.n_tests, j.isolation) == ("passed", 3, 3, box.level)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_honest_solution_passes(box, form):
+    j = box.judge(HONEST, FORMS[form], timeout_s=3)
+    assert (j.verdict, j.n_passed, j.n_tests, j.isolation, j.decided_by) == ("passed", 3, 3, box.level, form)
 
 
+@pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("name", sorted(TRICKS))
-def test_trick_ends_failed(box, name):
-    j = box.judge(TRICKS[name], TESTS, timeout_s=3)
+def test_trick_ends_failed(box, name, form):
+    j = box.judge(TRICKS[name], FORMS[form], timeout_s=3)
+    assert j.decided_by == form
     assert j.verdict == "failed" and j.n_passed == 0, (name, j.tests)
     assert all(t.reason for t in j.tests), j.tests   # every failure says why
     # The judge (and this process) survive, and the next judgement is sound.
-    assert box.judge(HONEST, TESTS, timeout_s=3).passed
+    assert box.judge(HONEST, FORMS[form], timeout_s=3).passed
 
 
 def test_nan_identity_would_pass_in_process_but_not_here(box):
@@ -136,8 +143,9 @@ def test_nan_identity_would_pass_in_process_but_not_here(box):
     assert j.verdict == "failed"
 
 
-def test_reasons_name_what_happened(box):
-    by = {name: box.judge(TRICKS[name], TESTS, timeout_s=3) for name in
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_reasons_name_what_happened(box, form):
+    by = {name: box.judge(TRICKS[name], FORMS[form], timeout_s=3) for name in
           ("equals_everything", "exit0_at_import", "exit0_in_call", "flood_stdout")}
     assert "not plain built-in data" in by["equals_everything"].reason
     assert "failed to load" in by["exit0_at_import"].reason or "exit code 0" in by["exit0_at_import"].reason
