@@ -112,6 +112,7 @@ class MemoryCgroup:
         if os.geteuid() != 0:
             return None
         for version, parent in _own_cgroup_dirs():
+            _sweep(parent)
             path = parent / name
             try:
                 if version == "v2":
@@ -206,6 +207,20 @@ class MemoryCgroup:
             except OSError:
                 import time
                 time.sleep(0.02)
+
+
+def _sweep(parent: Path) -> None:
+    """Remove empty cgroups that a sandbox of a process that no longer exists left behind."""
+    try:
+        for d in parent.glob("cidermill-sandbox-*"):
+            pid = d.name.split("-")[2]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass
+    except OSError:
+        pass
 
 
 # -- which levels work -----------------------------------------------------------------------------
