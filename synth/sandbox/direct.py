@@ -89,9 +89,10 @@ class _Replace(ast.NodeTransformer):
 
 
 def _allowed(node: ast.AST) -> bool:
+    module_names = {id(n.value) for n in ast.walk(node) if _is_math_isclose(n)}   # the `math` of math.isclose
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
-            if n.id != VALUE and n.id not in _FUNCS:
+            if n.id != VALUE and n.id not in _FUNCS and id(n) not in module_names:
                 return False
         elif isinstance(n, ast.Call):
             if not (isinstance(n.func, ast.Name) and n.func.id in _FUNCS) and not _is_math_isclose(n.func):
@@ -116,7 +117,7 @@ def _is_math_isclose(n) -> bool:
 
 def evaluate(n: ast.AST, value):
     """The assertion over plain values: literals, the call's value, and nothing that could run
-    code, touch the host or build something huge (no `**`, `*` only between numbers)."""
+    code, touch the host or build something huge (no `**`; `*` and `%` only between numbers)."""
     if isinstance(n, ast.Name):
         return value if n.id == VALUE else _FUNCS[n.id]
     if isinstance(n, ast.Constant):
@@ -135,8 +136,8 @@ def evaluate(n: ast.AST, value):
         return -x if isinstance(n.op, ast.USub) else +x
     if isinstance(n, ast.BinOp):
         a, b = evaluate(n.left, value), evaluate(n.right, value)
-        if isinstance(n.op, ast.Mult) and not (isinstance(a, NUMBERS) and isinstance(b, NUMBERS)):
-            raise TypeError("* only between numbers here")
+        if isinstance(n.op, (ast.Mult, ast.Mod)) and not (isinstance(a, NUMBERS) and isinstance(b, NUMBERS)):
+            raise TypeError("* and % only between numbers here")   # no "x" * 10**9, no "%0999999999d" % 1
         return _BIN[type(n.op)](a, b)
     if isinstance(n, ast.BoolOp):
         result = isinstance(n.op, ast.And)

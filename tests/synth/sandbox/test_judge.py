@@ -82,3 +82,33 @@ def test_tests_may_use_the_solutions_imports_but_not_its_constants(box):
              "assert LIMIT == 3"]
     j = box.judge(sol, tests)
     assert j.results == [1, 1, 1, 0] and "NameError" in j.tests[3].reason
+
+
+def test_which_tests_the_parent_decides():
+    from synth.sandbox import direct
+
+    def plans(tests, stubs=("f",), prelude=""):
+        return direct.plan(split_tests(tests), list(stubs), prelude)
+
+    decided = ["assert f(1) == 2", "assert f('a', k=[1, (2,)]) != {'x': {1}}", "assert not f(0)",
+               "assert f(2) is None", "assert abs(f(0.5) - 0.25) < 1e-9", "assert math.isclose(f(1), 2.0, rel_tol=1e-6)",
+               "assert sorted(f([3, 1])) == [1, 3]",
+               "assert f(-1) in (1, 2)", "assert f(3)", "assert 0 <= f(5) < 10"]
+    for test in decided:
+        assert plans([test]) is not None, test
+    assert len(plans(decided)) == len(decided)
+    for needs_tests_process in (["assert f(f(1)) == 2"], ["assert f(x) == 1"], ["x = 1", "assert f(1) == x"],
+                                ["assert f(1) ** 2 == 4"], ["assert f(1).real == 1"], ["assert g(f(1)) == 1"],
+                                ["assert f(*[1]) == 1"], ["check(f)"], ["assert f(1) == 1\nassert f(2) == 2"]):
+        assert plans(needs_tests_process) is None, needs_tests_process
+    assert plans(["assert f(1) == 2"], prelude="def helper(): pass") is None
+
+
+def test_the_parents_evaluator_builds_nothing_huge():
+    from synth.sandbox import direct
+
+    [p] = direct.plan(split_tests(["assert f(1) * 3 == 'xxx'"]), ["f"], "")
+    assert p.holds(3) == (False, "AssertionError: the call returned 3")
+    assert p.holds("x")[0] is False and "only between numbers" in p.holds("x")[1]
+    [q] = direct.plan(split_tests(["assert f(1) % 2 == 0"]), ["f"], "")
+    assert q.holds(4) == (True, "") and q.holds("%0999999999d")[0] is False
