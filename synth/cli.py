@@ -152,7 +152,7 @@ def cmd_judge(args) -> int:
               + (f"  -- {t.reason[:200]}" if not t.passed else ""))
     summary = {"verdict": j.verdict, "n_tests": j.n_tests, "n_passed": j.n_passed,
                "tests": [t.to_dict() for t in j.tests], "isolation": j.isolation,
-               "memory_accounting": j.memory_accounting}
+               "memory_accounting": j.memory_accounting, "decided_by": j.decided_by}
     if args.json:
         print(json.dumps(summary))
     else:

@@ -122,6 +122,7 @@ class CodingTriplets(Mapper):
         for (q, k), res in zip(jobs, results):
             passes[(q, k)], verdicts[(q, k)] = res.n_passed, res.verdict
             counters[f"sandbox_{res.verdict}"] += 1
+            counters[f"decided_by_{res.decided_by.replace(' ', '_')}"] += 1   # parent | tests_process
             counters["test_executions"] += res.n_tests
             counters["tests_passed"] += res.n_passed
 

@@ -20,6 +20,7 @@ def test_judge_json_last_line(tmp_path, capsys):
     good = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (good["verdict"], good["n_tests"], good["n_passed"]) == ("passed", 3, 3)
     assert good["isolation"] in ("bwrap", "unshare") and [t["passed"] for t in good["tests"]] == [True] * 3
+    assert good["decided_by"] == "tests process"   # `import math` is set-up: the parent cannot decide alone
     assert main(["synth", "judge", "--solution", str(tmp_path / "bad.py"), "--tests", str(tmp_path / "tests.py"),
                  "--json", "--timeout", "2"]) == 1
     bad = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
