@@ -3,10 +3,11 @@
 The workload is real: HumanEval canonical solutions with their tests (one item = its `check`).
 The peer is the bare way of running them: each item as one program (prompt + solution + check)
 under `python3 -I -S program.py` in a plain subprocess (no namespaces, no limits, and a verdict the
-program itself could fake). Ours is `Sandbox.judge`, the trusted path: a solution process and a
-tests process per item, both isolated (bubblewrap or the namespace level), calls relayed and
-checked by the parent. Both use a pool of `--workers` threads. Reads HumanEval from
-../shared/data/benchmarks (or --data).
+program itself could fake). Ours is `Sandbox.judge`, the trusted path: an isolated solution process
+per item (bubblewrap or the namespace level) answering calls, the assertions decided by the parent
+or by an isolated tests process (fork server), each slot's next solution process pre-started while
+the current item is judged. Both use a pool of `--workers` threads. Reads HumanEval from
+../shared/data/benchmarks (or --data). Overhead = our time / bare time on the same items.
 
     .venv/bin/python benchmarks/sandbox_overhead.py --items 80 --workers 2
 """
