@@ -275,6 +275,23 @@ def run_program(job):
         os._exit(1)
 
 
+def _seccomp():
+    """Install the parent's seccomp filter (seccomp.py) on this process and all it starts."""
+    prog = bytes.fromhex(CFG.get("seccomp", ""))
+    if not prog:
+        return
+    import ctypes
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "could not install the seccomp filter")   # fail closed
+
+
 def _stay_init():
     """In a new pid namespace this process is pid 1, which the kernel shields from signals it has
     no handler for (SIGXCPU, even RLIMIT_CPU's SIGKILL). So the work runs in a forked child; pid 1
@@ -294,6 +311,7 @@ def _stay_init():
 def main():
     if CFG["level"] == "unshare":
         _build_root()
+    _seccomp()
     if CFG["level"] != "rlimits" and CFG["role"] != "tests":   # the tests server forks per job itself
         _stay_init()
     _limits()

@@ -19,10 +19,12 @@ from pathlib import Path
 from . import isolation
 from .isolation import MemoryCgroup
 from .limits import SandboxLimits
+from .seccomp import program as seccomp_program
 from .wire import WireError, dumps_line, loads_line
 
 HERE = Path(__file__).parent
 CHILD_SOURCE = (HERE / "wire.py").read_text() + "\n" + (HERE / "child.py").read_text()
+SECCOMP = seccomp_program().hex()
 BASE_UID = 61000     # the probe's uid range; each Sandbox draws its own base (see sandbox.py)
 EXTRA_PROCS = 4      # bwrap's and unshare's own processes count against RLIMIT_NPROC too
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
@@ -213,7 +215,7 @@ def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid
     if not as_root:   # our own uid: RLIMIT_NPROC counts what we already run
         nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
     cfg = {"role": role, "level": level, "uid": uid if as_root else os.getuid(), "nonce": nonce,
-           "limits": limits.child_dict(nproc=nproc)}
+           "limits": limits.child_dict(nproc=nproc), "seccomp": SECCOMP}
     argv = ["-I", "-S", "-c", CHILD_SOURCE, json.dumps(cfg)]
     env, cwd, host_dir = dict(ENV), "/", None
     if level == "bwrap":

@@ -69,7 +69,9 @@ class Sandbox:
         self.close()
 
     def describe(self) -> dict:
-        return {"isolation": self.level, "weak_isolation": self.weak, "memory_accounting": self.memory_accounting}
+        from .process import SECCOMP
+        return {"isolation": self.level, "weak_isolation": self.weak, "memory_accounting": self.memory_accounting,
+                "seccomp": "x86_64 deny list" if SECCOMP else "none"}
 
     # -- used by judge.py ------------------------------------------------------------------------
 

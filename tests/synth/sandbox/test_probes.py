@@ -4,6 +4,7 @@ after the run, no memory held beyond the limit (tmpfs, memfd), no host process v
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -227,3 +228,16 @@ import time; time.sleep(5)
     written = max([int(x) for x in out.split() if x.isdigit()] or [0])
     assert verdict is not Verdict.PASSED and written <= LIMITS.memory_bytes, (verdict, out[-200:], err[-200:])
     assert 0 <= box._cgroups[(0, 3)].usage() < 32 * 1024**2
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp deny list is written for x86_64")
+def test_kernel_attack_surface_syscalls_are_refused(box):
+    code = ("import ctypes, json\nlibc = ctypes.CDLL(None, use_errno=True)\nout = {}\n"
+            "for name, nr in [('ptrace', 101), ('keyctl', 250), ('bpf', 321), ('unshare', 272), ('setns', 308),"
+            " ('io_uring_setup', 425), ('userfaultfd', 323), ('mount', 165), ('perf_event_open', 298)]:\n"
+            "    ctypes.set_errno(0)\n    out[name] = [libc.syscall(nr, 0, 0, 0, 0, 0), ctypes.get_errno()]\n"
+            "print(json.dumps(out))")
+    verdict, out, err = _run(box, code)
+    assert verdict is Verdict.PASSED, err
+    assert set(map(tuple, json.loads(out).values())) == {(-1, 1)}   # every one: EPERM from the filter
+    assert box.describe()["seccomp"] == "x86_64 deny list"
