@@ -4,17 +4,17 @@
     j = judge("def add(a, b):\\n    return a + b", ["assert add(1, 2) == 3", "assert add(0, 0) == 0"])
     j.verdict, j.n_passed, j.n_tests, j.isolation        # 'passed', 2, 2, 'bwrap'
 
-Two sandboxed processes per judgement, and the parent between them:
-- the *solution process* runs the candidate and answers calls ("add", [1, 2]) with values in the
-  strict encoding of wire.py. It never sees a test, an expected value or a verdict;
-- the *tests process* runs the trusted prelude and the tests with the solution's names bound to
-  stubs; each stub call goes to the parent, which forwards it to the solution process, checks the
-  answer (the per-run nonce, the call number, the encoding) and hands back fresh built-in values.
-  The solution never ran in this process, so `==`, `assert`, loops over results and helpers are
-  the real ones;
-- the parent turns the tests process's per-test messages into the verdict. Anything else (a
-  missing, malformed, forged, extra or late answer; a dead, silent or flooding solution process)
-  is that call's failure, hence that test's failure, with a reason; never an exception here.
+The solution runs in a sandboxed *solution process* that answers calls ("add", [1, 2]) with values
+in the strict encoding of wire.py. It never sees a test, an expected value or a verdict. Who decides:
+- the parent, when every test is a plain `assert f(<literals>) <op> <literals>` (direct.py): it sends
+  the calls and evaluates each assertion over the returned values itself;
+- otherwise a sandboxed *tests process* where the solution never ran: the trusted prelude and the
+  tests, with the solution's names bound to stubs; each stub call goes to the parent, which forwards
+  it to the solution process, checks the answer (the per-run nonce, the call number, the encoding)
+  and hands back fresh built-in values. `==`, `assert`, helpers and frames there are the real ones.
+Anything else (a missing, malformed, forged, extra or late answer; a dead, silent or flooding
+solution process) is that call's failure, hence that test's failure, with a reason; never an
+exception here.
 
 A test is one top-level `assert` or expression statement of `tests` (a string), or one string of
 `tests` (a list). Other top-level statements (imports, helpers, constants) run before the tests,
@@ -343,7 +343,8 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
     try:
         ast.parse(solution)
     except (SyntaxError, ValueError) as exc:   # nothing to run: every test fails, with the reason
-        why = f"the solution does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})"
+        why = (f"the solution does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)} "
+               f"(line {getattr(exc, 'lineno', '?')})")
         results = [TestResult(n, src, False, why) for n, (_, src) in enumerate(s for s in steps if s[0] == "test")]
         return Judgement("failed", len(results), 0, results, isolation=pool.level,
                          memory_accounting=pool.memory_accounting, reason=why, wall_seconds=time.monotonic() - start)

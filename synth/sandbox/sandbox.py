@@ -4,8 +4,9 @@
         j = sb.judge(solution, tests)                 # a Judgement (see judge.py): the trusted path
         r = sb.run("print(1)")                        # a SandboxResult: a program's outcome only
 
-Each slot has its own unprivileged uids (drawn at random per Sandbox) (one for solution processes, one for tests processes), so
-RLIMIT_NPROC bounds a fork bomb per slot, and, where the machine allows, its own memory cgroups.
+Each slot has its own unprivileged uids, drawn at random per Sandbox (see SUBS: one per kind of
+process), so RLIMIT_NPROC bounds a fork bomb per slot and kind, and, where the machine allows, its
+own memory cgroups. Each slot keeps a tests fork server and a pre-started solution process.
 `isolation_level="auto"` picks bubblewrap, else the namespace level; without either it refuses
 unless `allow_weak_isolation=True` (then the level is "rlimits" and every result says so).
 
