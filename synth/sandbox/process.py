@@ -166,12 +166,27 @@ class Child:
     # -- end -----------------------------------------------------------------------------------------
 
     def kill(self, why: str = "killed") -> None:
+        """Kill the sandbox from the inside out: first the namespace's pid 1 (the kernel then kills
+        the rest of the namespace), so that bwrap/unshare reap it and exit; killing them first would
+        leave the inner process to the container's init, which may never reap it (a zombie)."""
         self.killed_for = self.killed_for or why
-        if self.proc.returncode is None:   # not reaped yet, so the group id is still ours
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)   # the pid namespace takes the rest with it
-            except (ProcessLookupError, PermissionError):
-                pass
+        if self.proc.returncode is None:   # not reaped yet, so its pid and group id are still ours
+            inner = _children(self.proc.pid) if self.level != "rlimits" else []
+            for pid in inner:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if inner:
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc.returncode is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         if self.cgroup:
             self.cgroup.kill_all()
 
@@ -240,6 +255,7 @@ def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid
     except OSError as exc:
         return f"could not start: {exc}"
     child = Child(proc, limits, cgroup, host_dir, role)
+    child.level = level
     if level == "rlimits" and as_root:
         child.uid_to_clear = uid
     child.nonce = nonce
@@ -248,6 +264,13 @@ def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid
         if why:
             child.kill(why)
     return child
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _owner(p: Path) -> int:

@@ -123,7 +123,8 @@ class Sandbox:
             child.close(grace=0.2)
             child = None
         if child is None:
-            child = self.spawn_child("tests", {}, limits, slot, SUBS["tests"], "")
+            # Shared by judgements on any thread: not tied to this one (see `solver`).
+            child = self.spawn_child("tests", {}, limits, slot, SUBS["tests"], "", die_with_parent=False)
         return child
 
     def release_tests_server(self, slot: int, child, *, healthy: bool) -> None:

@@ -241,3 +241,16 @@ def test_kernel_attack_surface_syscalls_are_refused(box):
     assert verdict is Verdict.PASSED, err
     assert set(map(tuple, json.loads(out).values())) == {(-1, 1)}   # every one: EPERM from the filter
     assert box.describe()["seccomp"] == "x86_64 deny list"
+
+
+@pytest.mark.parametrize("level", ["bwrap", "unshare"])
+def test_closing_a_sandbox_leaves_no_process_and_no_cgroup(level):
+    sb = Sandbox(LIMITS, isolation_level=level, max_workers=2)
+    js = sb.judge_many([{"solution": "import os\ndef f(x):\n    os.fork()\n    return x", "tests": "assert f(1) == 1\n"},
+                        {"solution": "def f(x):\n    return x", "tests": "def c(g):\n    assert g(2) == 2\nc(f)\n"}])
+    assert [j.verdict for j in js] == ["passed", "passed"]
+    cgroups = [cg.path for cg in sb._cgroups.values() if cg is not None]
+    uids = {sb.uid(slot, sub) for slot in range(2) for sub in range(4)}
+    assert _processes_of(uids)   # the tests servers and pre-started solution processes are up
+    sb.close()
+    assert _processes_of(uids) == [] and not any(p.exists() for p in cgroups)
