@@ -2,7 +2,8 @@
 
     cidermill synth coding --root data/root --topics 8 --n-solutions 4            # CPU model
     cidermill synth coding --backend openai --base-url http://127.0.0.1:8000/v1 --model M --topics 71
-    cidermill synth sandbox-check                   # HumanEval canonical/mutated in the sandbox
+    cidermill synth sandbox-check --data PATH       # HumanEval canonical/mutated through the judge
+    cidermill synth judge --solution sol.py --tests tests.py --json   # one solution, one verdict
     cidermill synth generate "Write a haiku" --max-tokens 32
 """
 
@@ -30,10 +31,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _backend_args(c)
     c.set_defaults(func=cmd_coding)
 
-    s = ssub.add_parser("sandbox-check", help="run HumanEval canonical and mutated solutions in the sandbox")
+    s = ssub.add_parser("sandbox-check", help="judge HumanEval canonical (must pass) and mutated (must fail) solutions")
+    s.add_argument("--data", help="HumanEval.jsonl.gz or a folder holding it (default: $CIDERMILL_BENCHMARKS)")
     s.add_argument("--workers", type=int, default=2)
-    s.add_argument("--isolation", default="auto", help="auto | bwrap | unshare | rlimits")
+    _isolation_args(s)
     s.set_defaults(func=cmd_sandbox_check)
+
+    j = ssub.add_parser("judge", help="judge one solution against a file of top-level assert statements")
+    j.add_argument("--solution", required=True, help="Python file with the solution")
+    j.add_argument("--tests", required=True, help="Python file: each top-level assert (or expression) is one test")
+    j.add_argument("--json", action="store_true", help="last line of stdout: the verdict as JSON")
+    j.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
+    _isolation_args(j)
+    j.set_defaults(func=cmd_judge)
 
     g = ssub.add_parser("generate", help="complete one prompt with a backend (a smoke test)")
     g.add_argument("prompt")
@@ -43,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=int, default=0)
     _backend_args(g)
     g.set_defaults(func=cmd_generate)
+
+
+def _isolation_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--isolation", default="auto", help="auto | bwrap | unshare | rlimits")
+    p.add_argument("--allow-weak-isolation", action="store_true",
+                   help="allow rlimits only (no namespaces: host files and network reachable)")
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
@@ -84,23 +100,64 @@ def cmd_coding(args) -> int:
 
 def cmd_sandbox_check(args) -> int:
     import collections
+    import os
     import time
 
-    from .coding.benchmarks import humaneval_program, load_humaneval, mutated_humaneval_program
-    from .sandbox import Sandbox, run_many
+    from .coding.benchmarks import humaneval_judge_job, load_humaneval
+    from .sandbox import Sandbox
 
-    items = load_humaneval()
-    with Sandbox(isolation_level=args.isolation, max_workers=args.workers) as sb:
-        for label, make, want in (("canonical", humaneval_program, "passed"),
-                                  ("mutated", mutated_humaneval_program, "failed")):
+    data = args.data or os.environ.get("CIDERMILL_BENCHMARKS")
+    if not data:
+        print("error: pass --data PATH (HumanEval.jsonl.gz or a folder holding it) or set CIDERMILL_BENCHMARKS")
+        return 2
+    items = load_humaneval(data)
+    with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
+                 max_workers=args.workers) as sb:
+        for label, mutated, want in (("canonical", False, "passed"), ("mutated", True, "failed")):
             start = time.perf_counter()
-            results = run_many(sb, [make(it) for it in items])
-            counts = collections.Counter(r.verdict.value for r in results)
+            results = sb.judge_many([{**humaneval_judge_job(it, mutated=mutated), "timeout_s": 10.0} for it in items])
+            counts = collections.Counter(r.verdict for r in results)
             print(f"{label:9s} {dict(counts)}  ({time.perf_counter() - start:.1f}s, isolation={sb.level}, "
-                  f"want all {want})")
+                  f"memory={sb.memory_accounting}, want all {want})")
+            for it, r in zip(items, results):
+                if r.verdict != want:
+                    print(f"  {it['task_id']}: {r.verdict} {r.reason[:200]}")
             if counts[want] != len(items):
                 return 1
     return 0
+
+
+def cmd_judge(args) -> int:
+    from pathlib import Path
+
+    from .sandbox import Sandbox
+
+    texts = {}
+    for name in ("solution", "tests"):
+        path = Path(getattr(args, name))
+        try:
+            texts[name] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: --{name} {path}: {exc}")
+            return 2
+    with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
+                 max_workers=1) as sb:
+        try:
+            j = sb.judge(texts["solution"], texts["tests"], timeout_s=args.timeout)
+        except ValueError as exc:   # the tests file does not parse
+            print(f"error: --tests {args.tests}: {exc}")
+            return 2
+    for t in j.tests:
+        print(f"{'PASS' if t.passed else 'FAIL'} [{t.index}] {t.source.splitlines()[0][:100]}"
+              + (f"  -- {t.reason[:200]}" if not t.passed else ""))
+    summary = {"verdict": j.verdict, "n_tests": j.n_tests, "n_passed": j.n_passed,
+               "tests": [t.to_dict() for t in j.tests], "isolation": j.isolation,
+               "memory_accounting": j.memory_accounting, "decided_by": j.decided_by}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{j.verdict}: {j.n_passed}/{j.n_tests} tests (isolation={j.isolation})")
+    return 0 if j.passed else 1
 
 
 def cmd_generate(args) -> int:

@@ -8,6 +8,7 @@ do not look at its output, which HumanEval's never do.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import os
@@ -17,17 +18,41 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def benchmarks_dir() -> Path:
+    """Where tests look for the benchmarks ($CIDERMILL_BENCHMARKS, else ../shared/data/benchmarks);
+    product code takes a path instead (`load_humaneval(path)`, `synth sandbox-check --data`)."""
     return Path(os.environ.get("CIDERMILL_BENCHMARKS", REPO / ".." / "shared" / "data" / "benchmarks")).resolve()
 
 
-def load_humaneval(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "humaneval" / "HumanEval.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def humaneval_path(data: str | Path) -> Path:
+    """`data` is HumanEval.jsonl.gz itself, or a folder holding it (directly or in humaneval/)."""
+    data = Path(data)
+    for path in (data, data / "HumanEval.jsonl.gz", data / "humaneval" / "HumanEval.jsonl.gz"):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"HumanEval not found at {data} (want HumanEval.jsonl.gz or a folder holding it)")
 
 
-def load_mbpp(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "mbpp" / "mbpp.jsonl"
+def load_humaneval(data: str | Path) -> list[dict]:
+    path = humaneval_path(data)
+    opener = gzip.open if path.suffix == ".gz" else open
+    items = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+            missing = {"task_id", "prompt", "canonical_solution", "test", "entry_point"} - set(item)
+            if missing:
+                raise ValueError(f"{path}: line {n}: missing {sorted(missing)}")
+            items.append(item)
+    return items
+
+
+def load_mbpp(folder: str | Path) -> list[dict]:
+    path = Path(folder) / "mbpp" / "mbpp.jsonl"
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
@@ -58,6 +83,64 @@ _cidermill_original = {name}
 def {name}(*args, **kwargs):
     return _cidermill_perturb(_cidermill_original(*args, **kwargs))
 '''
+
+
+def humaneval_judge_job(item: dict, *, completion: str | None = None, mutated: bool = False) -> dict:
+    """Keyword arguments for `Sandbox.judge`. prompt + completion is the solution. When `check` is
+    only `assert candidate(<literals>) == <literals>` lines, each is one test that the parent decides
+    (see sandbox/direct.py); otherwise `check(entry_point)` is the one test, run by the tests process
+    with the prompt as trusted prelude (the tests use its helpers, e.g. `poly`)."""
+    name = item["entry_point"]
+    body = item["canonical_solution"] if completion is None else completion
+    solution = f"{item['prompt']}{body}\n"
+    if mutated:
+        solution += _PERTURB.format(name=name)
+    inlined = _inline_check(item["test"], name)
+    if inlined is not None:
+        return {"solution": solution, "tests": inlined, "entry_points": [name]}
+    return {"solution": solution, "tests": f"{item['test']}\n\ncheck({name})\n", "prelude": _prelude(item["prompt"]),
+            "entry_points": [name]}
+
+
+def _inline_check(test: str, name: str) -> list[str] | None:
+    """`check`'s asserts as top-level tests on `name`, when the parent can decide every one."""
+    from synth.sandbox import direct, split_tests
+
+    tree = ast.parse(test)
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    others = [n for n in tree.body if n not in checks and not (isinstance(n, ast.Assign) and
+                                                             [t.id for t in n.targets if isinstance(t, ast.Name)]
+                                                             == ["METADATA"])]
+    if len(checks) != 1 or others or len(checks[0].args.args) != 1:
+        return None
+    arg = checks[0].args.args[0].arg
+    asserts = []
+    for stmt in checks[0].body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue   # a docstring or a bare string
+        if not isinstance(stmt, ast.Assert):
+            return None
+        if isinstance(stmt.test, ast.Constant):
+            continue   # `assert True`
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id == arg:
+                n.id = name
+        asserts.append(ast.unparse(ast.Assert(stmt.test, None)))
+    if not asserts or direct.plan(split_tests(asserts), [name], "") is None:
+        return None
+    return asserts
+
+
+def _prelude(prompt: str) -> str:
+    """The prompt as code of its own: it ends in the entry point's header, whose docstring is its
+    body; without a docstring the header gets `pass` (the stub replaces it anyway)."""
+    for text in (prompt, prompt.rstrip() + "\n    pass\n"):
+        try:
+            ast.parse(text)
+            return text
+        except SyntaxError:
+            continue
+    return ""
 
 
 def mutated_humaneval_program(item: dict) -> str:

@@ -24,7 +24,8 @@ from .triplets import CodingTriplets
 
 def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int = 5, min_tests: int = 2,
                   n_solutions: int = 4, min_pass_rate: float = 1.0, max_tokens: int = 200, seed: int = 0,
-                  workers: int = 2, test_samples: int = 1, tests_temperature: float = 0.2) -> list[Stage]:
+                  workers: int = 2, test_samples: int = 1, tests_temperature: float = 0.2,
+                  isolation: str = "auto", allow_weak_isolation: bool = False) -> list[Stage]:
     return [
         CodingQuestions({"backend": backend, "questions_per_topic": questions_per_topic,
                          "max_tokens": min(max_tokens, 160), "seed": seed}),
@@ -33,7 +34,8 @@ def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int =
         CodingTriplets({"backend": backend, "n_tests": n_tests, "min_tests": min_tests, "n_solutions": n_solutions,
                         "min_pass_rate": min_pass_rate, "tests_max_tokens": max_tokens, "test_samples": test_samples,
                         "tests_temperature": tests_temperature,
-                        "solution_max_tokens": max_tokens, "seed": seed, "workers": workers}),
+                        "solution_max_tokens": max_tokens, "seed": seed, "workers": workers,
+                        "isolation": isolation, "allow_weak_isolation": allow_weak_isolation}),
     ]
 
 
@@ -70,7 +72,11 @@ def pass_rate_summary(run: CodingRun) -> dict:
         "dropped": {s.name: dict(s.dropped) for s in run.stats if s.dropped},
         "candidate_solutions": counters.get("candidates", 0),
         "valid_candidate_solutions": counters.get("valid_candidates", 0),
-        "sandbox_verdicts": {k.removeprefix("sandbox_"): v for k, v in counters.items() if k.startswith("sandbox_")},
+        "sandbox_verdicts": {k.removeprefix("sandbox_"): v for k, v in counters.items()
+                             if k.startswith("sandbox_") and not k.startswith("sandbox_isolation_")},
+        # bwrap / unshare, or rlimits (no namespaces: only with allow_weak_isolation) -- also on every row
+        "sandbox_isolation": sorted(k.removeprefix("sandbox_isolation_") for k in counters
+                                    if k.startswith("sandbox_isolation_")),
         "test_executions": execs,
         "test_pass_rate": (counters.get("tests_passed", 0) / execs) if execs else None,
     }

@@ -6,8 +6,9 @@ candidate runs against every test in the sandbox (one sandbox run per candidate,
 test); the candidate with the most passes is kept; the row survives when it has at least
 `min_tests` tests and its best candidate passes at least `min_pass_rate` of them. Dropped rows say
 why (`no_valid_tests`, `too_few_tests`, `no_valid_solution`, `below_threshold`, `llm_error`), and
-the stage's counters give the sandbox verdicts and pass counts, so pass rates can be reported
-whatever they are.
+the stage's counters give the judgements' verdicts and pass counts, so pass rates can be reported
+whatever they are. Every row records the isolation it was judged under (`sandbox_isolation`);
+`rlimits` (no namespaces) only with `allow_weak_isolation: true`.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from corpus.config import require
 from corpus.registry import register
 from corpus.stage import Mapper, with_columns
 from synth.backends import SamplingParams
-from synth.sandbox import Sandbox, SandboxLimits, run_many
+from synth.sandbox import Sandbox, SandboxLimits
 from synth.sft.llm import get_backend
 
-from .harness import build_test_program, parse_outcome
 from .prompts import SOLUTION, TESTS, parse_solution, parse_tests
 
 NEW_COLUMNS = pa.schema([
     ("tests", pa.list_(pa.string())), ("solution", pa.string()), ("n_tests", pa.int32()),
     ("n_candidates", pa.int32()), ("n_valid_candidates", pa.int32()), ("candidate_passes", pa.list_(pa.int32())),
     ("best_passes", pa.int32()), ("pass_rate", pa.float64()), ("best_verdict", pa.string()),
-    ("tests_provenance", pa.string()), ("solution_provenance", pa.string()),
+    ("tests_provenance", pa.string()), ("solution_provenance", pa.string()), ("sandbox_isolation", pa.string()),
 ])
 
 
@@ -54,6 +54,8 @@ class TripletsConfig:
     wall_seconds: float = 10.0
     memory_mib: int = 512
     per_test_seconds: float = 2.0
+    isolation: str = "auto"          # auto | bwrap | unshare | rlimits
+    allow_weak_isolation: bool = False   # rlimits only (no namespaces) must be asked for
 
     def __post_init__(self):
         require(self.n_tests >= 1, f"n_tests must be >= 1; got {self.n_tests}")
@@ -62,6 +64,10 @@ class TripletsConfig:
         require(self.test_samples >= 1, f"test_samples must be >= 1; got {self.test_samples}")
         require(0 <= self.min_pass_rate <= 1, f"min_pass_rate must be in [0, 1]; got {self.min_pass_rate}")
         require(self.workers >= 1, f"workers must be >= 1; got {self.workers}")
+        require(self.isolation in ("auto", "bwrap", "unshare", "rlimits"),
+                f"isolation must be auto, bwrap, unshare or rlimits; got {self.isolation!r}")
+        require(self.isolation != "rlimits" or self.allow_weak_isolation,
+                "isolation 'rlimits' (no namespaces) needs allow_weak_isolation: true")
 
     def limits(self) -> SandboxLimits:
         return SandboxLimits(cpu_seconds=self.cpu_seconds, wall_seconds=self.wall_seconds,
@@ -103,19 +109,22 @@ class CodingTriplets(Mapper):
             sols_of.append(sols)
             reasons.append(why)
         jobs = [(q, k) for q, why in enumerate(reasons) if why is None for k, s in enumerate(sols_of[q]) if s]
-        programs = [build_test_program(sols_of[q][k], tests_of[q], per_test_seconds=c.per_test_seconds)
-                    for q, k in jobs]
-        with Sandbox(c.limits(), max_workers=c.workers) as sandbox:
-            results = run_many(sandbox, programs)
+        counters: Counter = Counter()
+        with Sandbox(c.limits(), isolation_level=c.isolation, allow_weak_isolation=c.allow_weak_isolation,
+                     max_workers=c.workers) as sandbox:
+            isolation = sandbox.level
+            results = sandbox.judge_many([{"solution": sols_of[q][k], "tests": tests_of[q],
+                                           "entry_points": [rows[q]["entry_point"]],
+                                           "timeout_s": c.per_test_seconds} for q, k in jobs])
+        counters[f"sandbox_isolation_{isolation}"] = len(rows)
         passes: dict[tuple[int, int], int] = {}
         verdicts: dict[tuple[int, int], str] = {}
-        counters: Counter = Counter()
         for (q, k), res in zip(jobs, results):
-            outcome = parse_outcome(res, len(tests_of[q]))
-            passes[(q, k)], verdicts[(q, k)] = outcome.n_passed, outcome.verdict
-            counters[f"sandbox_{outcome.verdict}"] += 1
-            counters["test_executions"] += len(tests_of[q])
-            counters["tests_passed"] += outcome.n_passed
+            passes[(q, k)], verdicts[(q, k)] = res.n_passed, res.verdict
+            counters[f"sandbox_{res.verdict}"] += 1
+            counters[f"decided_by_{res.decided_by.replace(' ', '_')}"] += 1   # parent | tests_process
+            counters["test_executions"] += res.n_tests
+            counters["tests_passed"] += res.n_passed
 
         cols: dict[str, list] = {f.name: [] for f in NEW_COLUMNS}
         for q, r in enumerate(rows):
@@ -138,5 +147,6 @@ class CodingTriplets(Mapper):
             cols["best_verdict"].append(verdicts.get((q, best)) if best is not None else None)
             cols["tests_provenance"].append(json.dumps(test_resp[q].provenance(), sort_keys=True))
             cols["solution_provenance"].append(json.dumps(sol_resp[q].provenance(), sort_keys=True))
+            cols["sandbox_isolation"].append(isolation)
         out = with_columns(table, {f.name: pa.array(cols[f.name], f.type) for f in NEW_COLUMNS})
         return out, pa.array(reasons, pa.string()), dict(counters)

@@ -1,8 +1,15 @@
-"""A sandbox for untrusted generated code: see sandbox.py (one run), pool.py (many), isolation.py (how)."""
+"""A sandbox for untrusted generated code.
+
+`judge(solution, tests)` (or `Sandbox.judge`) is the trusted verdict path: see judge.py.
+sandbox.py holds the slots, process.py starts one child, child.py runs inside it, isolation.py
+says how it is isolated, wire.py is the only way values cross.
+"""
 
 from .isolation import available, choose
+from .judge import Judgement, TestResult, split_tests
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .pool import run_many
-from .sandbox import Sandbox
+from .sandbox import Sandbox, judge
 
-__all__ = ["Sandbox", "SandboxLimits", "SandboxResult", "Verdict", "available", "choose", "run_many"]
+__all__ = ["Judgement", "Sandbox", "SandboxLimits", "SandboxResult", "TestResult", "Verdict", "available",
+           "choose", "judge", "run_many", "split_tests"]

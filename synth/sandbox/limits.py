@@ -9,13 +9,14 @@ from corpus.config import require
 
 
 class Verdict(str, Enum):
-    PASSED = "passed"      # ran to the end, no assertion failed
+    """How a whole program's process ended (`Sandbox.run`). The program itself can fake its exit
+    status, so this is an outcome, not a test verdict: for that use `Sandbox.judge`."""
+    PASSED = "passed"      # exited 0
     FAILED = "failed"      # an exception (AssertionError, NameError, ...) ended it, or it exited non-zero
     TIMEOUT = "timeout"    # CPU seconds or wall-clock seconds ran out
-    MEMORY = "memory"      # the address-space limit was hit (MemoryError)
-    CRASHED = "crashed"    # killed by a signal / died without reporting (segfault, abort, ...)
-    BLOCKED = "blocked"    # tried something the sandbox forbids: network, writes outside scratch,
-                           # reading host secrets, too many processes, too much output
+    MEMORY = "memory"      # MemoryError, or the memory cgroup killed it (tmpfs, memfd, heap)
+    CRASHED = "crashed"    # killed by a signal (segfault, abort, ...)
+    BLOCKED = "blocked"    # more output than kill_output_bytes: killed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +29,10 @@ class SandboxLimits:
     max_open_files: int = 64               # RLIMIT_NOFILE
     max_output_bytes: int = 64 * 1024      # stdout/stderr kept (each); the rest is counted, not stored
     kill_output_bytes: int = 4 * 1024**2   # more output than this: killed, verdict blocked (output_limit)
+    scratch_bytes: int = 64 * 1024**2      # size of the /scratch tmpfs (memory; counted by the cgroup)
+    tmp_bytes: int = 16 * 1024**2          # size of the /tmp tmpfs
+    shm_bytes: int = 16 * 1024**2          # size of the /dev/shm tmpfs
+    max_message_bytes: int = 8 * 1024**2   # one protocol line (a call's arguments or its return value)
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -39,6 +44,10 @@ class SandboxLimits:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def child_dict(self, *, nproc: int) -> dict:
+        """What the sandboxed process applies to itself."""
+        return {**asdict(self), "nproc": nproc}
 
 
 @dataclass

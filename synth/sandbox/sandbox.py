@@ -1,52 +1,67 @@
-"""Run untrusted Python in a separate, locked-down process and say how it ended.
+"""A pool of sandbox slots: judge solutions against tests, or run whole programs.
 
-    sandbox = Sandbox(SandboxLimits(cpu_seconds=2, wall_seconds=5), max_workers=2)
-    result = sandbox.run("assert sum([1, 2]) == 3\\nprint('ok')")
-    result.verdict, result.reason, result.stdout       # Verdict.PASSED, '', 'ok\\n'
+    with Sandbox(SandboxLimits(cpu_seconds=2), max_workers=2) as sb:
+        j = sb.judge(solution, tests)                 # a Judgement (see judge.py): the trusted path
+        r = sb.run("print(1)")                        # a SandboxResult: a program's outcome only
 
-Each run gets a fresh scratch directory (the only writable place), a scrubbed environment, the
-rlimits of `SandboxLimits`, no network, and (when run as root) its own unprivileged uid per
-worker slot, so RLIMIT_NPROC bounds a fork bomb per slot and a straggler can be killed by uid.
-Nothing the program does raises here: every outcome is a `SandboxResult` with a verdict.
+Each slot has its own unprivileged uids, drawn at random per Sandbox (see SUBS: one per kind of
+process), so RLIMIT_NPROC bounds a fork bomb per slot and kind, and, where the machine allows, its
+own memory cgroups. Each slot keeps a tests fork server and a pre-started solution process.
+`isolation_level="auto"` picks bubblewrap, else the namespace level; without either it refuses
+unless `allow_weak_isolation=True` (then the level is "rlimits" and every result says so).
+
+`run` is for programs whose only outcome is how their process ended (the escape probes, the
+overhead baseline): a program can fake its own exit status, so it is never a test verdict.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import queue
-import selectors
-import shutil
-import signal
-import subprocess
-import tempfile
+import secrets
 import time
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
 
 from . import isolation
+from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
+from .process import spawn
 
-RUNNER = Path(__file__).with_name("runner.py")
-BASE_UID = 61000     # sandbox uids are BASE_UID + slot; no account needs to exist for them
-EXTRA_PROCS = 4      # bwrap's own processes count against the uid's RLIMIT_NPROC too
+SUBS = {"solution": 0, "tests": 1, "solution-next": 2, "program": 3}   # per slot: own uid and cgroup each
+SERVER_JOBS = 500                # a tests server is replaced after this many judgements
+UID_RANGE = (1 << 20, 1 << 30)   # no accounts needed; a random base per Sandbox keeps concurrent sandboxes apart
 
 
 class Sandbox:
     def __init__(self, limits: SandboxLimits | None = None, *, isolation_level: str = "auto",
-                 max_workers: int = 2, python: str | None = None, base_dir: str | None = None):
+                 allow_weak_isolation: bool = False, max_workers: int = 2):
         self.limits = limits or SandboxLimits()
-        self.level = isolation.choose(isolation_level)
-        self.python = python or isolation.sandbox_python()
-        self.as_root = os.geteuid() == 0
-        self.base = Path(tempfile.mkdtemp(prefix="cidermill-sandbox-", dir=base_dir))
-        os.chmod(self.base, 0o711)   # sandbox uids may traverse, not list
+        self.level = isolation.choose(isolation_level, allow_weak_isolation=allow_weak_isolation)
+        self.weak = self.level not in isolation.STRONG
+        self.max_workers = max_workers
+        self.base_uid = UID_RANGE[0] + secrets.randbelow((UID_RANGE[1] - UID_RANGE[0]) // 4096) * 4096
         self._slots: queue.Queue[int] = queue.Queue()
+        tag = f"cidermill-sandbox-{os.getpid()}-{secrets.token_hex(3)}"
+        self._cgroups = {}
+        self._servers = {}   # slot -> the tests fork server (child.py serve_tests_forever)
+        self._warm = {}      # slot -> a started solution process waiting for its solution
         for slot in range(max_workers):
             self._slots.put(slot)
-        self.max_workers = max_workers
+            for sub in SUBS.values():
+                self._cgroups[slot, sub] = isolation.MemoryCgroup.create(f"{tag}-{slot}-{sub}",
+                                                                         self.limits.memory_bytes)
+        cg = next(iter(self._cgroups.values()), None)
+        self.memory_accounting = f"cgroup-{cg.version}" if cg else "rlimit"
 
     def close(self) -> None:
-        shutil.rmtree(self.base, ignore_errors=True)
+        for child in [*self._servers.values(), *self._warm.values()]:
+            child.close(grace=0.5)
+        self._servers, self._warm = {}, {}
+        for cg in self._cgroups.values():
+            if cg is not None:
+                cg.close()
+        self._cgroups = {}
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -54,178 +69,148 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- one run ---------------------------------------------------------------------------------
+    def describe(self) -> dict:
+        from .process import SECCOMP
+        return {"isolation": self.level, "weak_isolation": self.weak, "memory_accounting": self.memory_accounting,
+                "seccomp": "x86_64 deny list" if SECCOMP else "none"}
 
-    def run(self, program: str, *, files: dict[str, str] | None = None,
-            limits: SandboxLimits | None = None) -> SandboxResult:
-        """Run `program` (Python source) with `files` (name -> text) beside it in scratch."""
-        slot = self._slots.get()
-        try:
-            return self._run(program, files or {}, limits or self.limits, slot)
-        finally:
-            self._slots.put(slot)
+    # -- used by judge.py ------------------------------------------------------------------------
 
-    def _run(self, program: str, files: dict[str, str], limits: SandboxLimits, slot: int) -> SandboxResult:
-        uid = BASE_UID + slot if self.as_root else os.getuid()
-        scratch = Path(tempfile.mkdtemp(prefix=f"run{slot}-", dir=self.base))
-        try:
-            self._prepare(scratch, program, files, uid)
-            return self._execute(scratch, limits, uid)
-        finally:
-            if self.as_root and self.level != "bwrap":
-                self._kill_uid(uid)   # stragglers (a fork bomb's children) die with their uid
-            shutil.rmtree(scratch, ignore_errors=True)
+    def spawn_child(self, role: str, job: dict | None, limits: SandboxLimits, slot: int, sub: int, nonce: str, *,
+                    die_with_parent: bool = True):
+        cg = self._cgroups.get((slot, sub))
+        if cg is not None and cg.limit != limits.memory_bytes:
+            cg.set_limit(limits.memory_bytes)
+        child = spawn(self.level, role, job, limits, uid=self.uid(slot, sub), nonce=nonce, cgroup=cg,
+                      die_with_parent=die_with_parent)
+        if not isinstance(child, str):
+            child.sub = sub
+        return child
 
-    def _prepare(self, scratch: Path, program: str, files: dict[str, str], uid: int) -> None:
-        for name, text in {**files, "program.py": program, "runner.py": RUNNER.read_text()}.items():
-            target = (scratch / name).resolve()
-            if scratch.resolve() not in target.parents:
-                raise ValueError(f"sandbox file name {name!r} escapes the scratch directory")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        if self.as_root:
-            for path in [scratch, *scratch.rglob("*")]:
-                os.chown(path, uid, uid)
-        os.chmod(scratch, 0o700)
+    def solver(self, slot: int, limits: SandboxLimits, source: str):
+        """A fresh solution process running `source`: the slot's pre-started one when it is alive
+        (nothing has run in it yet; it was waiting for its first line), else a new one. Then the
+        next one is started, so its start-up overlaps this judgement instead of delaying the next."""
+        child = self._warm.pop(slot, None)
+        if child is not None:
+            if child.limits == limits and child.proc.poll() is None and not child.killed_for and \
+                    child.send({"source": source}, time.monotonic() + 5) is None:
+                sub = child.sub
+            else:
+                child.kill("stale")
+                child.close(grace=0.1)
+                child = None
+        if child is None:
+            sub = SUBS["solution"]
+            child = self.spawn_child("solution", {"source": source}, limits, slot, sub, secrets.token_hex(16))
+        # Not tied to this thread (bwrap's parent-death signal follows the thread): it waits on its
+        # first line, and exits on EOF if this process goes away.
+        other = SUBS["solution-next"] if sub == SUBS["solution"] else SUBS["solution"]
+        warm = self.spawn_child("solution", None, limits, slot, other, secrets.token_hex(16), die_with_parent=False)
+        if not isinstance(warm, str):
+            self._warm[slot] = warm
+        return child
 
-    def _nproc(self, limits: SandboxLimits) -> int:
-        if self.as_root:
-            return limits.max_processes + EXTRA_PROCS
-        # Our own uid: the limit counts every process we already have, so add them.
-        mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
-        return mine + limits.max_processes + EXTRA_PROCS
+    def uid(self, slot: int, sub: int) -> int:
+        """The slot's uid for one kind of process (SUBS): solution processes alternate between two,
+        so a pre-started one never shares a uid or cgroup with the one at work."""
+        return self.base_uid + 4 * slot + sub
 
-    def _execute(self, scratch: Path, limits: SandboxLimits, uid: int) -> SandboxResult:
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
-        read_fd, write_fd = os.pipe()
-        lim = {**limits.to_dict(), "nproc": self._nproc(limits)}
-        argv = ["-I", "-S", "runner.py", str(write_fd), json.dumps(lim)]
-        kw: dict = {}
-        if self.level == "bwrap":
-            env["HOME"] = isolation.SANDBOX_HOME
-            cmd = isolation.bwrap_command(self.python, str(scratch), argv, env)
-            if self.as_root:
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-        elif self.level == "unshare":
-            env["HOME"] = str(scratch)
-            cmd = isolation.unshare_command(self.python, uid, argv)
+    def tests_server(self, slot: int, limits: SandboxLimits):
+        """This slot's tests fork server, started when missing or when its limits changed."""
+        child = self._servers.pop(slot, None)
+        if child is not None and child.limits != limits:
+            child.close(grace=0.2)
+            child = None
+        if child is None:
+            # Shared by judgements on any thread: not tied to this one (see `solver`).
+            child = self.spawn_child("tests", {}, limits, slot, SUBS["tests"], "", die_with_parent=False)
+        return child
+
+    def release_tests_server(self, slot: int, child, *, healthy: bool) -> None:
+        child.jobs = getattr(child, "jobs", 0) + 1
+        if healthy and not child.killed_for and child.proc.poll() is None and child.jobs < SERVER_JOBS:
+            self._servers[slot] = child
         else:
-            env["HOME"] = str(scratch)
-            cmd = [self.python, *argv]
-            if self.as_root:   # never run untrusted code as root, even without namespaces
-                kw = {"user": uid, "group": uid, "extra_groups": []}
-        start = time.monotonic()
-        try:
-            proc = subprocess.Popen(cmd, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, pass_fds=(write_fd,), start_new_session=True, **kw)
-        except OSError as exc:
-            os.close(read_fd)
-            os.close(write_fd)
-            return SandboxResult(Verdict.CRASHED, reason=f"could not start: {exc}", isolation=self.level)
-        os.close(write_fd)
-        out, killed_for = _drain(proc, limits, start + limits.wall_seconds)
-        wall = time.monotonic() - start
-        result_json = _read_all(read_fd)
-        os.close(read_fd)
-        result = SandboxResult(
-            Verdict.CRASHED, stdout=out["stdout"][0].decode("utf-8", "replace"),
-            stderr=out["stderr"][0].decode("utf-8", "replace"), stdout_bytes=out["stdout"][1],
-            stderr_bytes=out["stderr"][1], exit_code=proc.returncode, wall_seconds=wall, isolation=self.level)
-        _decide(result, killed_for, result_json)
-        return result
+            child.kill("not reused")
+            child.close(grace=0.2)
 
-    def _kill_uid(self, uid: int) -> None:
-        # kill(-1) as that uid reaches exactly the processes owned by it.
-        subprocess.run(["kill", "-9", "-1"], user=uid, group=uid, extra_groups=[],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    def _slot(self):
+        return _SlotLease(self._slots)
 
+    # -- the two entry points --------------------------------------------------------------------
 
-def _owner(p: Path) -> int:
-    try:
-        return p.stat().st_uid
-    except OSError:
-        return -1
+    def judge(self, solution: str, tests: str | list[str], *, prelude: str = "",
+              entry_points: list[str] | None = None, timeout_s: float = 2.0,
+              limits: SandboxLimits | None = None, prefer_direct: bool = True) -> Judgement:
+        """Run `solution` against `tests` (see judge.py); never raises for anything the solution does.
+        `timeout_s` is per test; `prelude` is trusted code the tests may use (HumanEval's prompt);
+        `prefer_direct=False` sends even simple asserts through the tests process."""
+        with self._slot() as slot:
+            return run_judgement(self, slot, solution, tests, prelude=prelude, entry_points=entry_points,
+                                 limits=limits or self.limits, per_test_seconds=timeout_s,
+                                 prefer_direct=prefer_direct)
 
+    def judge_many(self, jobs: Sequence[dict]) -> list[Judgement]:
+        """`jobs`: keyword dicts for `judge`; results in order, `max_workers` at a time."""
+        if not jobs:
+            return []
+        with ThreadPoolExecutor(self.max_workers) as pool:
+            return list(pool.map(lambda kw: self.judge(**kw), jobs))
 
-def _drain(proc: subprocess.Popen, limits: SandboxLimits, deadline: float) -> tuple[dict, str]:
-    """Read stdout/stderr until exit, keeping the first max_output_bytes of each; kill the process
-    group on the wall-clock deadline or when the output passes kill_output_bytes."""
-    out = {"stdout": [b"", 0], "stderr": [b"", 0]}
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
-    killed_for = ""
-    while sel.get_map():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            killed_for = "wall"
-            break
-        for key, _ in sel.select(timeout=min(remaining, 0.5)):
-            chunk = os.read(key.fileobj.fileno(), 65536)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                continue
-            kept, total = out[key.data]
-            if len(kept) < limits.max_output_bytes:
-                kept += chunk[: limits.max_output_bytes - len(kept)]
-            out[key.data] = [kept, total + len(chunk)]
-        if out["stdout"][1] + out["stderr"][1] > limits.kill_output_bytes:
-            killed_for = "output"
-            break
-    if killed_for:
-        _kill_tree(proc)
-    sel.close()
-    try:
-        proc.wait(timeout=max(1.0, deadline - time.monotonic()) if not killed_for else 5)
-    except subprocess.TimeoutExpired:
-        killed_for = killed_for or "wall"
-        _kill_tree(proc)
-        proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
-    return out, killed_for
+    def run(self, program: str, *, limits: SandboxLimits | None = None) -> SandboxResult:
+        limits = limits or self.limits
+        with self._slot() as slot:
+            start = time.monotonic()
+            child = self.spawn_child("program", {"source": program}, limits, slot, SUBS["program"], "")
+            if isinstance(child, str):
+                return SandboxResult(Verdict.CRASHED, reason=child, isolation=self.level)
+            child.drain(start + limits.wall_seconds)
+            stdout = bytes(child._buf)
+            code = child.close(grace=0.5)
+            res = SandboxResult(Verdict.CRASHED, stdout=stdout.decode("utf-8", "replace"),
+                                stderr=bytes(child.stderr).decode("utf-8", "replace"),
+                                stdout_bytes=child.stdout_total, stderr_bytes=child.stderr_total, exit_code=code,
+                                wall_seconds=time.monotonic() - start, isolation=self.level)
+            _decide(res, child)
+            return res
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)   # bwrap's --die-with-parent and pid namespace take the rest
-    except ProcessLookupError:
-        pass
-
-
-def _read_all(fd: int) -> str:
-    os.set_blocking(fd, False)
-    chunks = []
-    try:
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    except BlockingIOError:
-        pass
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def _decide(result: SandboxResult, killed_for: str, result_json: str) -> None:
-    if killed_for == "wall":
-        result.verdict, result.reason = Verdict.TIMEOUT, f"wall clock over {result.wall_seconds:.1f}s"
-        return
-    if killed_for == "output":
-        result.verdict, result.reason = Verdict.BLOCKED, "output_limit"
-        result.blocked_events = ["output_limit"]
-        return
-    try:
-        data = json.loads(result_json) if result_json else None
-    except json.JSONDecodeError:
-        data = None   # the program wrote into our result pipe: do not trust it
-    if isinstance(data, dict) and data.get("status") in {v.value for v in Verdict}:
-        result.verdict = Verdict(data["status"])
-        result.reason = str(data.get("reason", ""))
-        result.blocked_events = [str(e) for e in data.get("blocked", [])][:20]
-        return
-    code = result.exit_code
-    if code is not None and (code in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL)):
-        result.verdict, result.reason = Verdict.TIMEOUT, "cpu limit (killed)"
-    elif "MemoryError" in result.stderr:
-        result.verdict, result.reason = Verdict.MEMORY, "MemoryError"
+def _decide(res: SandboxResult, child) -> None:
+    code = res.exit_code
+    last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+    if child.killed_for == "wall":
+        res.verdict, res.reason = Verdict.TIMEOUT, f"wall clock over {res.wall_seconds:.1f}s"
+    elif child.killed_for == "output_limit":
+        res.verdict, res.reason, res.blocked_events = Verdict.BLOCKED, "output_limit", ["output_limit"]
+    elif child.memory_killed() or code == 3:
+        res.verdict, res.reason = Verdict.MEMORY, "memory limit"
+    elif code == 0:
+        res.verdict = Verdict.PASSED
+    elif code in (-24, 128 + 24, -9, 128 + 9):   # SIGXCPU, or SIGKILL at the hard CPU limit
+        res.verdict, res.reason = Verdict.TIMEOUT, "cpu limit (killed)"
+    elif code is not None and (code < 0 or code > 128):
+        res.verdict, res.reason = Verdict.CRASHED, f"killed by signal {abs(code) % 128}"
     else:
-        result.verdict, result.reason = Verdict.CRASHED, f"exit code {code} without a result"
+        res.verdict, res.reason = Verdict.FAILED, last[:300] or f"exit code {code}"
+
+
+class _SlotLease:
+    def __init__(self, slots: queue.Queue):
+        self.slots = slots
+
+    def __enter__(self) -> int:
+        self.slot = self.slots.get()
+        return self.slot
+
+    def __exit__(self, *exc) -> None:
+        self.slots.put(self.slot)
+
+
+def judge(solution: str, tests: str | list[str], *, prelude: str = "", entry_points: list[str] | None = None,
+          timeout_s: float = 2.0, limits: SandboxLimits | None = None, isolation_level: str = "auto",
+          allow_weak_isolation: bool = False) -> Judgement:
+    """One judgement with a sandbox of its own (see `Sandbox.judge`; use a Sandbox for many)."""
+    with Sandbox(limits, isolation_level=isolation_level, allow_weak_isolation=allow_weak_isolation,
+                 max_workers=1) as sb:
+        return sb.judge(solution, tests, prelude=prelude, entry_points=entry_points, timeout_s=timeout_s)

@@ -86,9 +86,10 @@ def test_pipeline_keeps_only_execution_validated_triplets(tmp_path):
                        ("reverse_string", "duplicate_near"), ("sum_evens", "duplicate_exact"),
                        ("sum_evens", "too_few_tests")]
     summary = pass_rate_summary(run)
-    # reverse_string: 4 candidates, 3 run (the syntax error is not; the hang fails its tests by the
-    # per-test alarm, so its run still ends normally); is_palindrome: 4 candidates, all run.
-    assert summary["sandbox_verdicts"] == {"passed": 7}
+    # reverse_string: 4 candidates, 3 judged (the syntax error is not parsed as a solution; the hang
+    # fails each test by the per-test limit); is_palindrome: 4 candidates judged, each 1 of 2.
+    assert summary["sandbox_verdicts"] == {"passed": 1, "failed": 6}
+    assert summary["sandbox_isolation"] == [row["sandbox_isolation"]] and row["sandbox_isolation"] in ("bwrap", "unshare")
     assert summary["test_executions"] == 3 * 3 + 4 * 2 and summary["triplets_kept"] == 1
     assert summary["candidate_solutions"] == 12 and summary["valid_candidate_solutions"] == 11  # sum_evens: 4 + 4
 
@@ -108,3 +109,46 @@ def test_seventy_one_topics_with_distinct_entry_points():
     t = topics_table()
     assert t.num_rows == len(TOPICS) == 71
     assert len(set(t.column("entry_point").to_pylist())) == 71
+
+
+HOSTILE = [
+    "```python\nclass Any:\n    def __eq__(self, o):\n        return True\ndef reverse_string(s):\n    return Any()\n```",
+    "```python\nimport os\ndef reverse_string(s):\n    os._exit(0)\n```",
+    "```python\nimport os\ndef reverse_string(s):\n    for fd in range(20):\n        try:\n"
+    "            os.write(fd, b'{\\\"ok\\\": true}\\n' + b'[' * 100000)\n        except OSError:\n            pass\n"
+    "    return s\n```",
+    "```python\ndef reverse_string(s):\n    return s[::-1]\n```",
+]
+
+
+def test_hostile_candidates_fail_with_reasons_and_never_fail_the_stage(tmp_path):
+    def hostile_reply(req, i):
+        if req.template_id == "coding_tests":
+            return TESTS["reverse_string"]
+        return HOSTILE[i % len(HOSTILE)]
+
+    register_backend("test-hostile", ScriptedBackend(hostile_reply, model="scripted-hostile",
+                                                     cache=str(tmp_path / "cache.sqlite")))
+    seeds = topics_table().filter(pa.compute.equal(topics_table()["entry_point"], "reverse_string"))
+    stage = coding_stages({"kind": "registered", "name": "test-hostile"}, n_solutions=4)[-1]
+    stage = type(stage)({**stage.config_dict(), "per_test_seconds": 1.0})
+    result = stage(seeds.append_column("question", pa.array(["Reverse s."] * seeds.num_rows)))
+    [row] = result.table.to_pylist()
+    assert row["candidate_passes"] == [0, 0, 0, 3] and row["solution"] == "def reverse_string(s):\n    return s[::-1]"
+    assert result.stats.counters["sandbox_failed"] == 3 and result.stats.counters["sandbox_passed"] == 1
+
+
+def test_weak_isolation_must_be_asked_for_and_is_on_every_row(tmp_path):
+    def reply(req, i):
+        return TESTS["reverse_string"] if req.template_id == "coding_tests" else HOSTILE[3]
+
+    register_backend("test-weak", ScriptedBackend(reply, model="scripted-weak", cache=str(tmp_path / "c.sqlite")))
+    stage = coding_stages({"kind": "registered", "name": "test-weak"}, n_solutions=1)[-1]
+    with pytest.raises(Exception, match="allow_weak_isolation"):
+        type(stage)({**stage.config_dict(), "isolation": "rlimits"})
+    weak = type(stage)({**stage.config_dict(), "isolation": "rlimits", "allow_weak_isolation": True})
+    seeds = topics_table().filter(pa.compute.equal(topics_table()["entry_point"], "reverse_string"))
+    result = weak(seeds.append_column("question", pa.array(["Reverse s."] * seeds.num_rows)))
+    assert result.table.column("sandbox_isolation").to_pylist() == ["rlimits"]
+    assert result.stats.counters["sandbox_isolation_rlimits"] == 1
+    assert weak.describe()["config"]["allow_weak_isolation"] is True
