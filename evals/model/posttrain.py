@@ -104,14 +104,15 @@ def run_bfcl(lm, folder: Path, limit: int | None) -> dict:
 
 # ---- code: HumanEval / MBPP ----------------------------------------------------------------------------
 
-def sandbox_judge(program: str, tests: str, *, timeout_s: float = 10.0) -> bool:
-    """THE adapter to the sandbox's judge: True when `program` followed by `tests` runs clean in the sandbox.
-    (Rewire here when synth.sandbox grows its `judge(solution, tests, ...)` entry point.)"""
-    from synth.sandbox import Sandbox, SandboxLimits
+def sandbox_judge(solution: str, tests: str | list[str], *, prelude: str = "", entry_points: list[str] | None = None,
+                  timeout_s: float = 10.0, sandbox=None) -> bool:
+    """THE adapter to the sandbox's judge: True when every test passes. The verdict is decided outside the
+    sandboxed solution (synth.sandbox.judge); `sandbox` reuses an open `synth.sandbox.Sandbox`."""
+    if sandbox is not None:
+        return sandbox.judge(solution, tests, prelude=prelude, entry_points=entry_points, timeout_s=timeout_s).passed
+    from synth.sandbox import judge
 
-    with Sandbox(SandboxLimits(cpu_seconds=max(1, int(timeout_s // 2)), wall_seconds=timeout_s),
-                 max_workers=1) as box:
-        return box.run(program + "\n\n" + tests).passed
+    return judge(solution, tests, prelude=prelude, entry_points=entry_points, timeout_s=timeout_s).passed
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -135,9 +136,13 @@ def _code_task(name: str, problems: list[dict], lm, *, samples: int = 0) -> dict
                                 temperature=CODE_TEMPERATURE, seed=j) for j in range(n)]
         outs = [[per_seed[j][i] for j in range(n)] for i in range(len(problems))]
     ks = sorted({1, n} | {k for k in (5, 10, 100) if k <= n})
+    from synth.sandbox import Sandbox
+
     rows, totals = [], {k: 0.0 for k in ks}
-    for p, completions in zip(problems, outs):
-        verdicts = [sandbox_judge(p["prompt"] + c, p["tests"]) for c in completions]
+    with Sandbox(max_workers=1) as box:
+        verdicts_all = [[sandbox_judge(**p["job"](c), sandbox=box) for c in completions]
+                        for p, completions in zip(problems, outs)]
+    for p, completions, verdicts in zip(problems, outs, verdicts_all):
         for k in ks:
             totals[k] += pass_at_k(n, sum(verdicts), k)
         rows.append({"id": p["id"], "completions": completions, "passed": verdicts})
@@ -151,8 +156,10 @@ def _code_task(name: str, problems: list[dict], lm, *, samples: int = 0) -> dict
 def run_humaneval(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
     rows = read_jsonl(data_file(folder, "humaneval/HumanEval.jsonl.gz"))
     rows = rows[:limit] if limit else rows
+    from synth.coding.benchmarks import humaneval_judge_job
+
     problems = [{"id": r["task_id"], "prompt": r["prompt"],
-                 "tests": r["test"] + f"\ncheck({r['entry_point']})\n"} for r in rows]
+                 "job": lambda c, r=r: humaneval_judge_job(r, completion=c)} for r in rows]
     return _code_task("humaneval", problems, lm, samples=samples)
 
 
@@ -164,7 +171,8 @@ def run_mbpp(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
         first = r["code"].split("def ", 1)[1].split(":", 1)[0] if "def " in r["code"] else ""
         prompt = f'"""{r["text"]}\n{r["test_list"][0]}\n"""\ndef {first}:\n' if first else f'"""{r["text"]}"""\n'
         problems.append({"id": f"mbpp-{r['task_id']}", "prompt": prompt,
-                         "tests": (r.get("test_setup_code") or "") + "\n" + "\n".join(r["test_list"])})
+                         "job": lambda c, r=r, prompt=prompt: {"solution": prompt + c, "tests": list(r["test_list"]),
+                                                               "prelude": r.get("test_setup_code") or ""}})
     return _code_task("mbpp", problems, lm, samples=samples)
 
 
