@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, kw_only=True)
 class WebExtractConfig:
     extractor: Literal["hybrid", "resiliparse", "trafilatura"] = "hybrid"
-    fallback_below_chars: int = 200  # hybrid: trafilatura decides when resiliparse gives less
+    fallback_below_chars: int = 800  # hybrid: trafilatura decides when less confident main text is left
     trafilatura_fast: bool = False  # skip trafilatura's own fallback extractors
     favor_precision: bool = False  # trafilatura's precision mode
     timeout_s: float = 5.0  # per record; 0 = no limit

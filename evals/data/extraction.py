@@ -1,8 +1,9 @@
 """`cidermill eval data extraction`: main-text quality of web extraction on two development sets.
 
-Sets, metrics and page kinds are defined in evals/data/extraction_metrics.py (shingle metric and
+Sets, metrics and page kinds are defined in evals/data/_extraction_metrics.py (shingle metric and
 snippet metric, on mozilla_readability and trafilatura_eval under ../shared/data/web_extraction).
-`ours` is web_extract_v1's extraction with its defaults (charset handling included); the peers are
+`ours` is web_extract_v1's extraction with its defaults (charset handling included; it sees the page's
+URL where the set gives one, as the stage does); the peers are
 trafilatura called with its defaults and resiliparse's main-content extraction, both on the page
 decoded by the same charset code, so only extraction is compared. `--split tune|check` keeps half of
 each set (by a hash of the page name) for tuning and the other half for checking.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from evals.report import EvalReport
 
-from .extraction_metrics import GoldPage, load_readability, load_trafilatura_eval, summarize
+from ._extraction_metrics import GoldPage, load_readability, load_trafilatura_eval, summarize
 
 NAME = "extraction"
 HELP = "main-text shingle/snippet F1 of web extraction vs trafilatura and resiliparse on two gold sets"
@@ -55,13 +56,13 @@ def extractors(variants: bool = False) -> dict:
     from corpus.web.charset import decode_html
     from corpus.web.extract import extract_page, resiliparse_text
 
-    def ours(content: bytes) -> str:
-        return extract_page(content, None, None).text
+    def ours(content: bytes, url: str | None) -> str:
+        return extract_page(content, None, url).text
 
     def traf(**options):
-        return lambda c: trafilatura.extract(decode_html(c)[0], **options) or ""
+        return lambda c, url: trafilatura.extract(decode_html(c)[0], **options) or ""
 
-    def resili(content: bytes) -> str:
+    def resili(content: bytes, url: str | None) -> str:
         from resiliparse.parse.html import HTMLTree
 
         return resiliparse_text(HTMLTree.parse(decode_html(content)[0])).strip()
@@ -74,9 +75,9 @@ def extractors(variants: bool = False) -> dict:
 
 
 def run_extractor(fn, pages: list[GoldPage]) -> tuple[list[str], float]:
-    fn(pages[0].source)  # imports and first-call set-up are not throughput
+    fn(pages[0].source, pages[0].url)  # imports and first-call set-up are not throughput
     start = time.perf_counter()
-    texts = [fn(p.source) for p in pages]
+    texts = [fn(p.source, p.url) for p in pages]
     return texts, len(pages) / (time.perf_counter() - start)
 
 
