@@ -6,8 +6,8 @@ characters, its link density (characters inside <a> / all characters) and whethe
 Blocks are then classified in the manner of jusText (Pomikálek 2011), without its stop-word lists so
 that it holds for any language:
 
-- `bad`: link density over `max_link_density` (navigation, related links, "next article"), or a
-  short block that is all link;
+- `bad`: link density over `max_link_density` (navigation, related links, "next article"), a
+  copyright line (©), or a very short block with a link;
 - `good`: at least `good_chars` characters and link density under `good_link_density`;
 - `short`: under `short_chars` characters (bylines, dates, captions, buttons, cookie lines);
 - `near`: everything between.
@@ -41,6 +41,7 @@ class BlockRules:
     good_link_density: float = 0.25
     good_chars: int = 150
     short_chars: int = 50
+    copyright_bad: bool = True  # a block with a copyright sign is boilerplate (a script-independent cue)
     strict_near: bool = True  # a `near` block needs a good neighbour (else: just not two bad ones)
 
 
@@ -80,7 +81,7 @@ def _clean(fragment: str) -> str:
 
 def classify(blocks: list[Block], rules: BlockRules) -> None:
     for b in blocks:
-        if b.link_density > rules.max_link_density:
+        if b.link_density > rules.max_link_density or (rules.copyright_bad and "©" in b.text):
             b.label = "bad"
         elif b.heading:
             b.label = "heading"

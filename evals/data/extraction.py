@@ -98,10 +98,16 @@ def run(args) -> EvalReport:
     fns = extractors(args.variants)
     for set_name, pages in sets.items():
         pages = [p for p in pages if in_split(p.name, args.split)]
-        rows, kinds = [], []
+        rows, kinds, halves = [], [], []
         for ex_name, fn in fns.items():
             texts, speed = run_extractor(fn, pages)
             rows.append({"extractor": ex_name, **summarize(texts, pages), "docs_per_s": speed})
+            if args.split == "all":
+                for half in ("tune", "check"):
+                    sel = [(t, p) for t, p in zip(texts, pages) if in_split(p.name, half)]
+                    s = summarize([t for t, _ in sel], [p for _, p in sel])
+                    halves.append({"half": half, "extractor": ex_name, "pages": s["pages"],
+                                   "shingle_f1": s["shingle_f1"], "snippet_f1": s["snippet_f1"]})
             for kind in sorted({p.kind for p in pages}):
                 sel = [(t, p) for t, p in zip(texts, pages) if p.kind == kind]
                 s = summarize([t for t, _ in sel], [p for _, p in sel])
@@ -110,6 +116,8 @@ def run(args) -> EvalReport:
         suffix = "" if args.split == "all" else f", {args.split} half"
         report.tables[f"{set_name}{suffix}"] = rows
         report.tables[f"{set_name}{suffix} by page kind"] = kinds
+        if halves:
+            report.tables[f"{set_name} by half (tuned on 'tune')"] = halves
         ours, peer = rows[0], rows[1]
         for metric in ("shingle_f1", "snippet_f1"):
             report.targets[f"{set_name} {metric}: ours {ours[metric]:.4f} >= trafilatura {peer[metric]:.4f}"] = (
