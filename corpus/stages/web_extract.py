@@ -5,7 +5,8 @@ Cheap decisions first, so that the extractor only sees pages worth its time: an 
 markup (`not_html`). Then charset decoding (corpus/web/charset.py) and extraction under a
 per-record time limit (`extract_timeout`); a page the extractor chokes on is `extract_error`, one
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
-`keep_content`. Counters: pages per extractor used and per charset source.
+`keep_content`. Counters: pages per extractor used (`blocks`, `trafilatura`, `resiliparse`; `_forum`
+when the page was read as a forum thread, comments kept) and per charset source.
 """
 
 from __future__ import annotations
