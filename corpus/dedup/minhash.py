@@ -2,8 +2,8 @@
 
 One signature row per document: for each of K hash functions h_k(x) = ((a_k * x + b_k) mod 2**64)
 >> 32 (multiply-shift, a_k odd: a 2-universal family on the high bits), the minimum over the
-document's shingle hashes. Work is done on blocks of shingles (a (block, K) uint64 matrix that stays
-in cache) and reduced per document with `np.minimum.reduceat`, so there is no Python loop per
+document's shingle hashes. Work is done on blocks of shingles (a (K, block) uint64 matrix that stays
+in cache, one contiguous row per hash function) and reduced per document with `np.minimum.reduceat`, so there is no Python loop per
 document or per shingle. Documents without shingles get an all-max row and `has_shingles=False`;
 they are never clustered.
 """
@@ -34,7 +34,7 @@ class MinHashParams:
 
 
 class MinHasher:
-    def __init__(self, params: MinHashParams, *, block_shingles: int = 2048):
+    def __init__(self, params: MinHashParams, *, block_shingles: int = 8192):
         self.params = params
         self.a, self.b = params.coefficients()
         self.block = block_shingles
@@ -53,18 +53,24 @@ class MinHasher:
         if not len(hashes):
             return sig, has
         has[doc] = True
-        buf = np.empty((self.block, K), np.uint64)
+        # (K, block) layout: each hash function's values for a block of shingles are contiguous, so
+        # the per-document minima (`reduceat` along the row) run over contiguous memory.
+        buf = np.empty((K, self.block), np.uint64)
+        a, b = self.a[:, None], self.b[:, None]
         with np.errstate(over="ignore"):
             for lo in range(0, len(hashes), self.block):
                 hi = min(lo + self.block, len(hashes))
                 x, d = hashes[lo:hi], doc[lo:hi]
-                m = buf[: hi - lo]
-                np.multiply(x[:, None], self.a[None, :], out=m)
-                m += self.b
-                m >>= np.uint64(32)
-                # doc ids are sorted: reduce each run of equal ids to its minimum
-                starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
-                mins = np.minimum.reduceat(m, starts, axis=0).astype(np.uint32)
+                m = buf[:, : hi - lo]
+                np.multiply(a, x[None, :], out=m)
+                m += b
+                # doc ids are sorted: reduce each run of equal ids to its minimum. The shift to the
+                # high 32 bits is monotonic, so it is applied to the minima only (one pass fewer).
+                change = np.empty(len(d), bool)
+                change[0] = True
+                np.not_equal(d[1:], d[:-1], out=change[1:])
+                starts = np.flatnonzero(change)
+                mins = (np.minimum.reduceat(m, starts, axis=1) >> np.uint64(32)).astype(np.uint32).T
                 rows = d[starts]
                 np.minimum(sig[rows], mins, out=mins)
                 sig[rows] = mins

@@ -53,14 +53,23 @@ def word_lists(text: pa.ChunkedArray | pa.Array) -> pa.ListArray:
     return words
 
 
+# `simplify` + split in one pass: after lower-casing, the words are the runs of RE2's (ASCII) \w.
+_WORD_RUN = r"[0-9a-z_]+"
+
+
 def tokenize(text: pa.ChunkedArray | pa.Array) -> Tokens:
-    words = word_lists(text)
-    flat = words.flatten()  # skips null lists
-    lengths = pc.fill_null(pc.list_value_length(words), 0).to_numpy(zero_copy_only=False)
+    """Token hashes of `word_lists(text)`, without building the simplified text: polars extracts
+    the runs of word characters from the lower-cased text directly (the same tokens, fewer passes)."""
+    lowered = pc.utf8_lower(pc.fill_null(text, ""))
+    if isinstance(lowered, pa.ChunkedArray):
+        lowered = lowered.combine_chunks() if lowered.num_chunks != 1 else lowered.chunk(0)
+    lists = pl.Series(lowered).str.extract_all(_WORD_RUN)
+    lengths = lists.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if len(flat):
-        hashes = pl.Series(flat).hash(seed=_TOKEN_SEED).to_numpy().astype(np.uint64, copy=False)
+    if offsets[-1]:
+        flat = lists.explode().drop_nulls()
+        hashes = flat.hash(seed=_TOKEN_SEED).to_numpy().astype(np.uint64, copy=False)
     else:
         hashes = np.zeros(0, np.uint64)
     return Tokens(hashes, offsets)

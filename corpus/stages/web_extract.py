@@ -5,7 +5,8 @@ Cheap decisions first, so that the extractor only sees pages worth its time: an 
 markup (`not_html`). Then charset decoding (corpus/web/charset.py) and extraction under a
 per-record time limit (`extract_timeout`); a page the extractor chokes on is `extract_error`, one
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
-`keep_content`. Counters: pages per extractor used and per charset source.
+`keep_content`. Counters: pages per extractor used (`blocks`, `trafilatura`, `resiliparse`; `_forum`
+when the page was read as a forum thread, comments kept) and per charset source.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, kw_only=True)
 class WebExtractConfig:
     extractor: Literal["hybrid", "resiliparse", "trafilatura"] = "hybrid"
-    fallback_below_chars: int = 200  # hybrid: trafilatura decides when resiliparse gives less
+    fallback_below_chars: int = 800  # hybrid: trafilatura decides when less confident main text is left
     trafilatura_fast: bool = False  # skip trafilatura's own fallback extractors
     favor_precision: bool = False  # trafilatura's precision mode
     timeout_s: float = 5.0  # per record; 0 = no limit

@@ -1,22 +1,39 @@
 """HTML page -> main text, title and publication date; the work behind the web_extract_v1 stage.
 
-Extractors (chosen by measurement on the 130 Mozilla Readability pages with gold text; see
-`cidermill eval data extraction` and benchmarks/web_extract.py):
-- `resiliparse`: resiliparse's main-content heuristics, without alt texts and comments. Highest
-  F1 there and ~15x faster than trafilatura, but it returns (almost) nothing for a few pages.
+Extractors (measured with `cidermill eval data extraction` on two development sets, Mozilla
+Readability's pages and trafilatura's evaluation pages, tuned on half of each; speed in
+benchmarks/web_extract.py):
+- `resiliparse`: resiliparse's main-content heuristics, without alt texts; ~6x trafilatura's speed,
+  high recall, but it keeps boilerplate lines (bylines, captions, related links, cookie text).
 - `trafilatura`: trafilatura's `extract` (with its fallbacks unless `trafilatura_fast`).
-- `hybrid` (default): resiliparse first; when it gives fewer than `fallback_below_chars`
-  characters, trafilatura decides (the cheap extractor settles most pages, the careful one the rest).
+- `hybrid` (default): resiliparse's pick as blocks, then block-level boilerplate removal
+  (corpus/web/blocks.py: link density, length, context); when fewer than `fallback_below_chars`
+  characters of confident main text remain (a page resiliparse did not understand: listings, odd
+  layouts, tiny articles), trafilatura decides instead.
+
+Forum threads (cheap signals: the URL's path or the forum software's generator tag) keep their
+comment sections: there the posts are the main content. All text is cleaned the same way: ruby
+readings (<rt>/<rp>) are left out, soft hyphens and zero-width characters removed, NFC.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .blocks import BlockRules, main_blocks
 from .charset import decode_html
+
+_FORUM_URL = re.compile(r"forum|/threads?/|showthread|viewtopic|/topic/|/t/|board/|/discussion", re.I)
+_FORUM_SOFTWARE = re.compile(r"vbulletin|phpbb|xenforo|discourse|mybb|invision|simple machines|smf|bbpress|"
+                             r"nodebb|vanilla|flarum|punbb|fluxbb|woltlab|burning board", re.I)
+_RUBY = re.compile(r"<(rt|rp)\b[^>]*>.*?</\1\s*>", re.I | re.S)
+_INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+_SKIP = ["rt", "rp"]
 
 # Publication date, most specific first (Open Graph / schema.org / Dublin Core / <time>).
 _DATE_SELECTORS = [
@@ -67,17 +84,43 @@ class Page:
     extractor: str
 
 
-def resiliparse_text(tree) -> str:
+def resiliparse_text(tree, *, comments: bool = False) -> str:
     from resiliparse.extract.html2text import extract_plain_text
 
-    return extract_plain_text(tree, main_content=True, alt_texts=False, comments=False)
+    return extract_plain_text(tree, main_content=True, alt_texts=False, comments=comments, skip_elements=_SKIP)
 
 
-def trafilatura_text(html: str, *, url: str | None, fast: bool, favor_precision: bool) -> str:
+def resiliparse_blocks(tree, *, comments: bool = False) -> str:
+    """resiliparse's main-content pick as minimal HTML with links (input to corpus/web/blocks.py)."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    return extract_plain_text(tree, preserve_formatting="minimal_html", main_content=True, alt_texts=False,
+                              comments=comments, links=True, skip_elements=_SKIP)
+
+
+def trafilatura_text(html: str, *, url: str | None, fast: bool, favor_precision: bool,
+                     comments: bool = False) -> str:
     import trafilatura
 
+    if "<r" in html:
+        html = _RUBY.sub("", html)
     return trafilatura.extract(html, url=url, fast=fast, favor_precision=favor_precision,
-                               include_comments=False) or ""
+                               include_comments=comments) or ""
+
+
+def clean_text(text: str) -> str:
+    """Soft hyphens and zero-width characters out, NFC, outer whitespace stripped."""
+    return unicodedata.normalize("NFC", _INVISIBLE.sub("", text)).strip()
+
+
+def looks_like_forum(tree, url: str | None) -> bool:
+    """A forum thread, by the URL's path or the forum software named in the generator tag."""
+    if url:
+        path = url.split("://", 1)[-1]
+        if _FORUM_URL.search(path.split("/", 1)[-1] if "/" in path else "") or "forum" in path.split("/", 1)[0]:
+            return True
+    node = tree.document.query_selector('meta[name="generator"]')
+    return node is not None and bool(_FORUM_SOFTWARE.search(node.getattr("content") or ""))
 
 
 def _title(tree) -> str | None:
@@ -99,20 +142,26 @@ def _date(tree) -> str | None:
 
 
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",
-                 fallback_below_chars: int = 200, trafilatura_fast: bool = False,
-                 favor_precision: bool = False) -> Page:
+                 fallback_below_chars: int = 800, trafilatura_fast: bool = False,
+                 favor_precision: bool = False, block_rules: BlockRules = BlockRules()) -> Page:
     from resiliparse.parse.html import HTMLTree
 
     html, charset = decode_html(content, content_type)
     tree = HTMLTree.parse(html)
+    forum = looks_like_forum(tree, url)
     used = extractor
     if extractor == "trafilatura":
-        text = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision)
+        text = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision, comments=forum)
+    elif extractor == "resiliparse":
+        text = resiliparse_text(tree, comments=forum)
     else:
-        text = resiliparse_text(tree)
-        used = "resiliparse"
-        if extractor == "hybrid" and len(text) < fallback_below_chars:
-            fallback = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision)
-            if len(fallback) > len(text):
+        text, good_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules)
+        used = "blocks"
+        if good_chars < fallback_below_chars:
+            fallback = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision,
+                                        comments=forum)
+            if fallback.strip() or not text:
                 text, used = fallback, "trafilatura"
-    return Page(text=text.strip(), title=_title(tree), date=_date(tree), charset=charset, extractor=used)
+    if forum:
+        used += "_forum"
+    return Page(text=clean_text(text), title=_title(tree), date=_date(tree), charset=charset, extractor=used)

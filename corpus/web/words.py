@@ -6,7 +6,9 @@ same decisions we use the same tokenizer, but not on whole texts: spaCy cuts a t
 non-whitespace characters (str.isspace, as `str.split()` does) and splits each run on its own by
 prefix/suffix/infix rules; whitespace runs only give blank tokens, which datatrove drops. So the
 words of a text are the concatenated words of its `str.split()` chunks, and each distinct chunk
-is tokenized once per process (a dict lookup afterwards, ~30x faster than spaCy building a Doc).
+is tokenized once per process (a dict lookup afterwards, ~30x faster than spaCy building a Doc):
+by a shortcut for the commonest shapes, else by `AffixSplitter` (spaCy's tokenizer loop in Python on
+spaCy's own rules, no Doc or lexemes), else (a few special cases spaCy re-matches) by spaCy itself.
 A small cache of whole texts lets the filters of one worker (Gopher repetition then quality)
 share the work. tests/corpus/web/test_quality_vs_datatrove.py checks the equality on real pages.
 """
@@ -80,6 +82,134 @@ def _shortcut(chunk: str, special: frozenset[str]) -> tuple[str, ...] | None:
     return None
 
 
+class AffixSplitter:
+    """spaCy's tokenizer algorithm for one whitespace-free chunk, in Python, on spaCy's own rules.
+
+    The same steps as spaCy 3's `Tokenizer._split_affixes` and `_attach_tokens` (spacy/tokenizer.pyx),
+    with the pipeline's own prefix, suffix and infix patterns, URL matcher and special cases, so it
+    needs no Doc, no lexemes and no vocabulary growth. spaCy then re-matches some special cases over
+    the finished tokens (its PhraseMatcher of cases that contain affixes); a chunk where any run of
+    its tokens spells such a case returns None, and spaCy itself tokenizes it. Equality with spaCy
+    is tested chunk by chunk on every chunk of the benchmark and development texts
+    (tests/corpus/web/test_quality_vs_datatrove.py).
+    """
+
+    def __init__(self, tokenizer):
+        self.prefix = tokenizer.prefix_search
+        self.suffix = tokenizer.suffix_search
+        self.infixes = tokenizer.infix_finditer
+        self.token_match = tokenizer.token_match
+        self.url_match = tokenizer.url_match
+        self.specials = {k: tuple(t[65] if 65 in t else t["ORTH"] for t in v) for k, v in tokenizer.rules.items()}
+        find = (lambda rx, k: rx is not None and rx(k) is not None)
+        self.rematched = frozenset(k for k in self.specials if " " in k or find(self.prefix, k) or find(self.suffix, k)
+                                   or (self.infixes is not None and any(True for _ in self.infixes(k))))
+        self.longest = max((len(k) for k in self.rematched), default=0)
+
+    def _affix(self, rx, string: str) -> int:
+        if rx is None:
+            return 0
+        m = rx(string)
+        return m.end() - m.start() if m is not None else 0
+
+    def split(self, chunk: str) -> tuple[str, ...] | None:
+        specials = self.specials
+        if chunk in specials:
+            tokens = list(specials[chunk])
+        else:
+            tokens = self._tokenize(chunk)
+        if len(tokens) > 1 or chunk in self.rematched:
+            if self._rematch_possible(tokens):
+                return None
+        return tuple(w for w in (t.strip() for t in tokens) if w)
+
+    def _tokenize(self, string: str) -> list[str]:
+        specials, token_match = self.specials, self.token_match
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        last_size = 0
+        while string and len(string) != last_size:
+            if token_match is not None and token_match(string):
+                break
+            if string in specials:
+                break
+            last_size = len(string)
+            pre_len = self._affix(self.prefix, string)
+            if pre_len:
+                prefix, minus_pre = string[:pre_len], string[pre_len:]
+                if minus_pre and minus_pre in specials:
+                    string = minus_pre
+                    prefixes.append(prefix)
+                    break
+            suf_len = self._affix(self.suffix, string[pre_len:])
+            if suf_len:
+                suffix, minus_suf = string[-suf_len:], string[:-suf_len]
+                if minus_suf and minus_suf in specials:
+                    string = minus_suf
+                    suffixes.append(suffix)
+                    break
+            if pre_len and suf_len and pre_len + suf_len <= len(string):
+                string = string[pre_len:-suf_len]
+                prefixes.append(prefix)
+                suffixes.append(suffix)
+            elif pre_len:
+                string = minus_pre
+                prefixes.append(prefix)
+            elif suf_len:
+                string = minus_suf
+                suffixes.append(suffix)
+        out: list[str] = []
+        for p in prefixes:
+            out.extend(specials.get(p, (p,)))
+        if string:
+            if string in specials:
+                out.extend(specials[string])
+            elif (token_match is not None and token_match(string)) or (self.url_match is not None
+                                                                      and self.url_match(string)):
+                out.append(string)
+            else:
+                start = 0
+                for m in (self.infixes(string) if self.infixes is not None else ()):
+                    i0, i1 = m.start(), m.end()
+                    if i0 == 0:
+                        continue
+                    if i0 != start:
+                        out.append(string[start:i0])
+                    if i0 != i1:
+                        out.append(string[i0:i1])
+                    start = i1
+                if string[start:]:
+                    out.append(string[start:])
+        for sfx in reversed(suffixes):
+            out.extend(specials.get(sfx, (sfx,)))
+        return out
+
+    def _rematch_possible(self, tokens: list[str]) -> bool:
+        """Whether a run of tokens spells a special case that spaCy re-matches after splitting, and
+        that it would split differently (re-matching a run into the same tokens changes nothing)."""
+        rematched, longest = self.rematched, self.longest
+        specials = self.specials
+        for i in range(len(tokens)):
+            joined = ""
+            for j in range(i, len(tokens)):
+                joined += tokens[j]
+                if len(joined) > longest:
+                    break
+                if joined in rematched and specials[joined] != tuple(tokens[i:j + 1]):
+                    return True
+        return False
+
+
+_SPLITTER: AffixSplitter | None = None
+
+
+def splitter() -> AffixSplitter:
+    global _SPLITTER
+    if _SPLITTER is None:
+        _SPLITTER = AffixSplitter(nlp().tokenizer)
+    return _SPLITTER
+
+
 def learn_chunks(chunks: Iterable[str]) -> None:
     """Tokenize every chunk not seen yet. The ones without a shortcut go to spaCy together, joined
     by single spaces into one text (spaCy splits at those spaces and nowhere across them, which is
@@ -88,9 +218,12 @@ def learn_chunks(chunks: Iterable[str]) -> None:
     if len(_CHUNKS) >= _MAX_CHUNKS:
         _CHUNKS.clear()
     special = _special_cases()
+    port = splitter()
     hard = []
     for chunk in set(chunks).difference(_CHUNKS):
         words = _shortcut(chunk, special)
+        if words is None:
+            words = port.split(chunk)
         if words is not None:
             _CHUNKS[chunk] = words
         elif "'" in chunk or "’" in chunk:

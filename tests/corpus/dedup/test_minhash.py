@@ -36,6 +36,34 @@ def test_tokens_ignore_case_punctuation_and_whitespace():
     assert t.hashes[:3].tolist() == t.hashes[3:6].tolist()
 
 
+def test_tokens_are_the_simplified_words_of_each_text(c4_docs):
+    """tokenize() extracts word runs in one pass; its tokens must be word_lists()' (lower-case, runs
+    of non-word characters as separators), hashed the same way, non-ASCII letters included."""
+    import polars as pl
+
+    from corpus.dedup.ngrams import _TOKEN_SEED, word_lists
+
+    texts = [d["text"] for d in c4_docs[:100]] + [None, "", "  ...  ", "İstanbul \u212a Kelvin café ÉCOLE x_y 12ab", "ÄÖÜ straße ﬁne", "東京 tōkyō"]
+    t = tokenize(pa.array(texts))
+    words = word_lists(pa.array(texts)).to_pylist()
+    assert t.lengths.tolist() == [len(w or []) for w in words]
+    flat = [x for w in words for x in (w or [])]
+    assert t.hashes.tolist() == pl.Series(flat, dtype=pl.String).hash(seed=_TOKEN_SEED).to_list()
+
+
+def test_signatures_equal_a_direct_python_reference(c4_docs):
+    params = MinHashParams(num_perm=16, ngram=3, seed=7)
+    texts = [d["text"][:400] for d in c4_docs[:12]] + ["", "one two"]
+    hasher = MinHasher(params, block_shingles=64)  # documents span block boundaries
+    sig, has = hasher.signatures(pa.array(texts))
+    hashes, doc = RollingHasher(tokenize(pa.array(texts))).shingles(3)
+    a, b = (v.tolist() for v in params.coefficients())
+    for i in range(len(texts)):
+        xs = hashes[doc == i].tolist()
+        want = [min(((ak * x + bk) % 2**64) >> 32 for x in xs) if xs else 0xFFFFFFFF for ak, bk in zip(a, b)]
+        assert sig[i].tolist() == want and has[i] == bool(xs)
+
+
 def test_rolling_ngram_hashes_match_direct_hashing():
     t = tokenize(pa.array(["a b c d e f", "c d e", "b c d e f"]))
     h, doc = RollingHasher(t).ngrams(3)

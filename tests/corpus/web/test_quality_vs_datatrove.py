@@ -155,3 +155,30 @@ def test_chunks_learned_in_one_batch_equal_spacy_per_chunk(readability_dir):
     words.learn_chunks(chunks)
     sample = random.Random(5).sample(chunks, 3000)
     assert [words._CHUNKS[c] for c in sample] == [tuple(words.spacy_words_of(c)) for c in sample]
+
+
+@pytest.mark.slow
+def test_affix_splitter_equals_spacy_on_every_chunk_of_the_available_texts(readability_dir):
+    """The Python port of spaCy's tokenizer loop against spaCy, chunk by chunk: every chunk of the
+    C4 sample, of the Readability gold articles and of the main text of every bundled WARC page."""
+    import lxml.html
+
+    from corpus.web import words
+
+    from .conftest import warc_rows
+
+    texts = c4_texts() + [lxml.html.fromstring((p / "expected.html").read_bytes()).text_content()
+                          for p in sorted(readability_dir.iterdir()) if (p / "expected.html").is_file()]
+    out = stage_class("web_extract_v1")({})(warc_rows()).table
+    texts += out.column("text").to_pylist()
+    chunks = sorted({c for t in texts for c in t.split()})
+    chunks += ["don't", "'em", "it's.", "(e.g.", "http://x.org/a?b=1).", ":-)", "U.S.A.,", "$3.50!", "12-year-old",
+               "'em--can't", "C++", "a.m.)", "“Hello”", "'s", "o'clock", "Mr.", "ca.", "1.)", "vs.'"]
+    port = words.splitter()
+    proven = 0
+    for chunk in chunks:
+        got = port.split(chunk)
+        if got is not None:  # None: spaCy decides (a special case it would re-match)
+            assert got == tuple(words.spacy_words_of(chunk)), chunk
+            proven += 1
+    assert len(chunks) > 20_000 and proven / len(chunks) > 0.99
