@@ -45,12 +45,8 @@ _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 def tokens(text: str) -> list[str]:
     """Lower-cased words and numbers (thousands separators removed; number words mapped to digits)."""
-    out = []
-    for t in _TOKEN.findall(text.lower()):
-        if t[0].isdigit():
-            t = t.replace(",", "")
-        out.append(_NUMBER_WORDS.get(t, t))
-    return out
+    get = _NUMBER_WORDS.get
+    return [get(t, t) if "," not in t else t.replace(",", "") for t in _TOKEN.findall(text.lower())]
 
 
 def sentences(text: str) -> list[str]:
@@ -79,15 +75,16 @@ def _cov(items: list, ref) -> float:
 @lru_cache(maxsize=256)
 def _document_index(document: str):
     """Words, trigrams, 3-sentence windows and word -> windows, computed once per document."""
-    sents = [set(tokens(s)) for s in sentences(document)]
-    toks = tokens(document)
+    sent_tokens = [tokens(s) for s in sentences(document)]
+    toks = [t for st in sent_tokens for t in st]  # == tokens(document): no token spans a sentence break
+    sents = [set(st) for st in sent_tokens]
     windows = [sents[i].union(sents[i - 1] if i else (), sents[i + 1] if i + 1 < len(sents) else ())
                for i in range(len(sents))]
     where: dict[str, list[int]] = {}
     for i, s in enumerate(sents):
         for t in s:
             where.setdefault(t, []).append(i)
-    return set(toks), set(_trigrams(toks)), windows, where
+    return set(toks), set(zip(toks, toks[1:], toks[2:])), windows, where
 
 
 def pair_features(document: str, summary: str) -> list[float]:
