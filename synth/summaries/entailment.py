@@ -1,54 +1,52 @@
-"""The entailment scorer: logistic regression over lexical consistency features, trained and its
-threshold calibrated on SummaC's labelled subsets (FactCC, SummEval, XSumFaith, Polytope).
+"""The summary entailment scorer: the mean of three support ratios (features.py), and a threshold.
 
-Train/held-out split is by document (a document's summaries never straddle the split), stratified
-per subset with a fixed seed. The threshold maximises balanced accuracy on the training part; the
-held-out balanced accuracy is what we report, next to a length-only baseline trained the same way.
-The fitted weights are small and saved as JSON beside this file, so the stage needs neither the
-data nor scikit-learn at run time.
+Why an unweighted mean and not a trained model: a logistic regression fitted on SummaC's subsets
+learned which subset a pair came from (summary length, counts of novel words) and fell to chance on
+news summaries from other annotation efforts. Fitted leave-one-dataset-out, weights did no better than
+equal weights on the held-out dataset, so the score has no fitted weights at all; only the
+threshold is learnt, by the mean over datasets of each dataset's balanced accuracy (equal weight per
+dataset, whatever its size or base rate).
+
+The artifact `entailment_model.json` (beside this file) holds the features, the threshold, what it
+was calibrated on and the leave-one-dataset-out results; `cidermill eval data entailment
+--write-model` rebuilds it from the labelled data. The stage needs neither the data nor
+scikit-learn at run time.
+
+An optional LLM judge (`llm_judge`) asks, for each summary sentence, whether the document supports
+it, and averages the yes answers with the support score.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .features import FEATURE_NAMES, feature_matrix
+from synth.backends import SamplingParams
+from synth.sft.template import PromptTemplate
+
+from .features import FEATURE_NAMES, feature_matrix, sentences
 
 MODEL_PATH = Path(__file__).with_name("entailment_model.json")
-SUBSETS = ("factcc", "summeval", "xsumfaith", "polytope")
 
 
 @dataclass
-class SummacRow:
-    subset: str
-    document: str
-    summary: str
-    label: int  # 1 = consistent
+class Labelled:
+    """One labelled dataset: documents, summaries, labels (1 = consistent) and a group name; datasets
+    of one group share documents (XSumFaith and the XSum hallucination annotations) and are held out
+    together."""
 
+    name: str
+    documents: list[str]
+    summaries: list[str]
+    labels: np.ndarray
+    group: str = ""
 
-def load_summac(folder: str | Path) -> list[SummacRow]:
-    rows = []
-    for name in SUBSETS:
-        path = Path(folder) / f"{name}.json"
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for key, rec in data.items():
-            if rec.get("label") not in (0, 1):
-                raise ValueError(f"{path}: record {key} has label {rec.get('label')!r}; expected 0 or 1")
-            rows.append(SummacRow(name, rec["document"], rec["claim"], int(rec["label"])))
-    return rows
-
-
-def split_by_document(rows: list[SummacRow], *, held_out: float = 0.3, seed: int = 0) -> tuple[list[int], list[int]]:
-    train, test = [], []
-    for i, r in enumerate(rows):
-        h = int(hashlib.sha256(f"{seed}:{r.subset}:{r.document[:500]}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-        (test if h < held_out else train).append(i)
-    return train, test
+    def __post_init__(self):
+        self.group = self.group or self.name
 
 
 def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
@@ -57,90 +55,131 @@ def balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     return (tpr + tnr) / 2
 
 
-def best_threshold(y: np.ndarray, scores: np.ndarray) -> float:
-    cands = np.unique(scores)
-    accs = [balanced_accuracy(y, (scores >= t).astype(int)) for t in cands]
-    return float(cands[int(np.argmax(accs))])
+def auc(y: np.ndarray, score: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with tied ranks averaged)."""
+    y, score = np.asarray(y), np.asarray(score, dtype=np.float64)
+    n1, n0 = int((y == 1).sum()), int((y == 0).sum())
+    if not n1 or not n0:
+        return float("nan")
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    sorted_scores = score[order]
+    i = 0
+    while i < len(score):  # average ranks over ties
+        j = i
+        while j + 1 < len(score) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def calibrate(scores: list[np.ndarray], labels: list[np.ndarray], groups: list[str]) -> float:
+    """The threshold maximising the mean over groups of the mean balanced accuracy of their datasets."""
+    cands = np.unique(np.round(np.concatenate(scores), 4))
+    best, best_t = -1.0, 0.5
+    for t in cands:
+        per_group: dict[str, list[float]] = {}
+        for s, y, g in zip(scores, labels, groups):
+            per_group.setdefault(g, []).append(balanced_accuracy(y, (s >= t).astype(int)))
+        v = float(np.mean([np.mean(b) for b in per_group.values()]))
+        if v > best:
+            best, best_t = v, float(t)
+    return best_t
 
 
 @dataclass
-class LinearScorer:
-    names: list[str]
-    mean: np.ndarray
-    scale: np.ndarray
-    coef: np.ndarray
-    intercept: float
-    threshold: float
+class SupportScorer:
+    features: list[str] = field(default_factory=lambda: list(FEATURE_NAMES))
+    threshold: float = 0.85
+    info: dict = field(default_factory=dict)
 
     def score(self, x: np.ndarray) -> np.ndarray:
-        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+        if list(self.features) != FEATURE_NAMES:
+            raise ValueError(f"{MODEL_PATH}: features {self.features} do not match the code's {FEATURE_NAMES}; "
+                             "rebuild it with `cidermill eval data entailment --write-model`")
+        return x.mean(axis=1) if len(x) else np.zeros(0)
+
+    def score_pairs(self, documents: list[str], summaries: list[str]) -> np.ndarray:
+        return self.score(feature_matrix(documents, summaries))
 
     def to_json(self) -> dict:
-        return {"features": self.names, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": self.intercept, "threshold": self.threshold}
+        return {"kind": "support_mean_v2", "features": self.features, "threshold": self.threshold, **self.info}
 
     @classmethod
-    def from_json(cls, d: dict) -> "LinearScorer":
-        return cls(d["features"], np.array(d["mean"]), np.array(d["scale"]), np.array(d["coef"]),
-                   float(d["intercept"]), float(d["threshold"]))
+    def from_json(cls, d: dict) -> "SupportScorer":
+        if d.get("kind") != "support_mean_v2":
+            raise ValueError(f"{MODEL_PATH}: unknown scorer kind {d.get('kind')!r}; expected 'support_mean_v2'")
+        info = {k: v for k, v in d.items() if k not in ("kind", "features", "threshold")}
+        return cls(list(d["features"]), float(d["threshold"]), info)
 
 
-def fit(x: np.ndarray, y: np.ndarray, names: list[str]) -> LinearScorer:
-    from sklearn.linear_model import LogisticRegression
+def leave_one_dataset_out(datasets: list[Labelled], score_fn) -> list[dict]:
+    """For each dataset: the threshold calibrated on the other groups, and AUC / balanced accuracy on it.
 
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-    clf = LogisticRegression(class_weight="balanced", C=1.0, max_iter=2000).fit((x - mean) / scale, y)
-    scorer = LinearScorer(names, mean, scale, clf.coef_[0], float(clf.intercept_[0]), 0.5)
-    scorer.threshold = best_threshold(y, scorer.score(x))
-    return scorer
-
-
-def evaluate(folder: str | Path, *, seed: int = 0) -> dict:
-    """Train on the train split, report held-out balanced accuracy for ours and the length baseline."""
-    rows = load_summac(folder)
-    x = feature_matrix([r.document for r in rows], [r.summary for r in rows])
-    y = np.array([r.label for r in rows])
-    tr, te = split_by_document(rows, seed=seed)
-    ours = fit(x[tr], y[tr], FEATURE_NAMES)
-    length_col = [FEATURE_NAMES.index("log_summary_words")]
-    base = fit(x[tr][:, length_col], y[tr], ["log_summary_words"])
-    out = {"n_train": len(tr), "n_heldout": len(te), "model": ours, "per_subset": []}
-    for name in ("all", *SUBSETS):
-        idx = np.array([i for i in te if name == "all" or rows[i].subset == name])
-        if idx.size == 0:
-            continue
-        p_ours = (ours.score(x[idx]) >= ours.threshold).astype(int)
-        p_base = (base.score(x[idx][:, length_col]) >= base.threshold).astype(int)
-        out["per_subset"].append({
-            "subset": name, "n": int(idx.size), "n_consistent": int(y[idx].sum()),
-            "balanced_acc_ours": balanced_accuracy(y[idx], p_ours),
-            "balanced_acc_length_only": balanced_accuracy(y[idx], p_base),
-        })
-    return out
+    `score_fn(dataset) -> np.ndarray` gives the scores of one dataset (computed once per dataset)."""
+    scores = {d.name: np.asarray(score_fn(d), dtype=np.float64) for d in datasets}
+    rows = []
+    for held in datasets:
+        train = [d for d in datasets if d.group != held.group]
+        t = calibrate([scores[d.name] for d in train], [d.labels for d in train], [d.group for d in train])
+        s, y = scores[held.name], held.labels
+        rows.append({"dataset": held.name, "n": int(len(y)), "n_consistent": int(y.sum()),
+                     "auc": auc(y, s), "threshold": t, "balanced_acc": balanced_accuracy(y, (s >= t).astype(int))})
+    return rows
 
 
-def train_and_save(folder: str | Path, path: Path = MODEL_PATH, *, seed: int = 0) -> dict:
-    """Fit on the train split (the held-out part stays unseen) and save the weights."""
-    result = evaluate(folder, seed=seed)
-    payload = {**result["model"].to_json(), "trained_on": "summac_subsets train split (by document, seed "
-               f"{seed}, 70%)", "heldout": result["per_subset"]}
-    path.write_text(json.dumps(payload, indent=1) + "\n")
-    return result
+def fit_scorer(datasets: list[Labelled]) -> tuple[SupportScorer, dict]:
+    """Calibrate the shipped threshold on every dataset; return the scorer and its evaluation."""
+    scorer = SupportScorer()
+    feats = {d.name: feature_matrix(d.documents, d.summaries) for d in datasets}
+    scores = {n: scorer.score(x) for n, x in feats.items()}
+    scorer.threshold = calibrate([scores[d.name] for d in datasets], [d.labels for d in datasets],
+                                 [d.group for d in datasets])
+    lodo = leave_one_dataset_out(datasets, lambda d: scores[d.name])
+    shipped = [{"dataset": d.name, "balanced_acc": balanced_accuracy(d.labels, (scores[d.name] >= scorer.threshold).astype(int))}
+               for d in datasets]
+    scorer.info = {"calibrated_on": [{"dataset": d.name, "group": d.group, "n": len(d.labels),
+                                      "n_consistent": int(d.labels.sum())} for d in datasets],
+                   "calibration": "threshold maximising the mean over dataset groups of balanced accuracy",
+                   "leave_one_dataset_out": lodo, "balanced_acc_at_threshold": shipped}
+    return scorer, {"lodo": lodo, "shipped": shipped}
 
 
-def load_scorer(path: Path = MODEL_PATH) -> LinearScorer:
+def save_scorer(scorer: SupportScorer, path: Path = MODEL_PATH) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(scorer.to_json(), indent=1) + "\n")
+    tmp.replace(path)
+
+
+def load_scorer(path: Path = MODEL_PATH) -> SupportScorer:
     if not path.exists():
-        raise FileNotFoundError(f"{path} missing; run `python -m synth.summaries.entailment <summac folder>`")
-    return LinearScorer.from_json(json.loads(path.read_text()))
+        raise FileNotFoundError(f"{path} missing; rebuild it with `cidermill eval data entailment --write-model`")
+    return SupportScorer.from_json(json.loads(path.read_text()))
 
 
-if __name__ == "__main__":
-    import sys
+# --- the LLM judge ----------------------------------------------------------------------------------
 
-    from synth.math.paths import shared_data
+JUDGE = PromptTemplate(
+    id="summary_support_judge", version="v1",
+    system="You check summaries against their source. Answer with one word, yes or no: yes only if the "
+           "source states or directly implies the sentence; no if the sentence adds, changes or "
+           "contradicts anything.",
+    user="Source:\n{document}\n\nSentence:\n{sentence}\n\nDoes the source support the sentence? Answer yes or no.",
+)
+_YES = re.compile(r"^\W*(yes|supported)\b", re.I)
 
-    folder = sys.argv[1] if len(sys.argv) > 1 else str(shared_data() / "summarization" / "summac_subsets")
-    res = train_and_save(folder)
-    for r in res["per_subset"]:
-        print(r)
+
+def judge_scores(backend, documents: list[str], summaries: list[str], *, max_tokens: int = 3) -> np.ndarray:
+    """Share of each summary's sentences the LLM says the document supports (any answer but yes = no)."""
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+    reqs, owner = [], []
+    for i, (doc, summ) in enumerate(zip(documents, summaries)):
+        for sent in sentences(summ) or [summ]:
+            reqs.append(JUDGE.request(params, document=doc, sentence=sent))
+            owner.append(i)
+    yes, total = np.zeros(len(documents)), np.zeros(len(documents))
+    for i, resp in zip(owner, backend.generate(reqs) if reqs else []):
+        total[i] += 1
+        yes[i] += bool(_YES.match(resp.text or ""))
+    return np.divide(yes, total, out=np.zeros_like(yes), where=total > 0)

@@ -1,5 +1,5 @@
-"""Summary generation: payloads from real C4 text, each rule's reason, injection pairs, and the
-entailment scorer against the length-only baseline on SummaC."""
+"""Summary generation: payloads from real C4 text, each rule's reason, injection pairs (the
+entailment filter is tested in test_entailment.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ import random
 import pyarrow as pa
 import pytest
 
-from synth.summaries.entailment import evaluate, load_scorer
-from synth.summaries.features import feature_matrix
-from synth.summaries.filters import EntailmentFilter, EntailmentScore
 from synth.summaries.injection import INJECTIONS, InjectedCopies, InjectionCheck, followed, plant
 from synth.summaries.payloads import Payloads, load_c4_sample, make_payload, sentences
 from synth.summaries.rules import SummaryRules
@@ -70,29 +67,3 @@ def test_injected_copies_pair_the_clean_summary_and_the_check_catches_obedience(
     assert InjectionCheck({})(obeyed).stats.dropped == {"followed_injection": 1}
     assert not followed("The library opens early.", None)
     assert plant("[News] Hello there.", "notification", "X.", random.Random(0)) == "[News] Hello there. X."
-
-
-def test_entailment_scores_a_faithful_summary_above_a_made_up_one():
-    t = pa.table({"payload": [PAYLOAD, PAYLOAD],
-                  "summary": ["The city library will open at 8 am on Saturdays from March.",
-                              "The museum in Berlin will close for 12 weeks after a 40 million euro fire."]})
-    scored = EntailmentScore({})(t).table
-    s = scored.column("entail__score").to_pylist()
-    assert s[0] > load_scorer().threshold > s[1]
-    assert EntailmentFilter({})(scored).stats.dropped == {"not_entailed": 1}
-
-
-@pytest.mark.slow
-def test_entailment_beats_length_only_baseline_on_heldout_summac(shared_data):
-    res = evaluate(shared_data / "summarization" / "summac_subsets")
-    overall = next(r for r in res["per_subset"] if r["subset"] == "all")
-    assert overall["n"] > 300
-    assert overall["balanced_acc_ours"] > overall["balanced_acc_length_only"] + 0.1
-    # the committed weights are the ones this training gives (retrain with `python -m synth.summaries.entailment`)
-    saved = load_scorer()
-    assert saved.coef.tolist() == pytest.approx(res["model"].coef.tolist(), abs=1e-6)
-
-
-def test_features_are_bounded():
-    x = feature_matrix(["A short document about 3 cats."], ["Seven dogs met Obama in 2019."])
-    assert x.shape == (1, 13) and x[0][0] < 0.5 and x[0][3] == 0.0

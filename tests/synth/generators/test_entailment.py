@@ -1,0 +1,112 @@
+"""The summary entailment filter: support features, the scorer and filter on real payload text, the
+LLM judge with a scripted backend, and the leave-one-dataset-out evaluation on SummaC (shared data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from synth.backends.scripted import ScriptedBackend
+from synth.sft.llm import register_backend
+from synth.summaries.entailment import (FEATURE_NAMES, Labelled, auc, balanced_accuracy, calibrate, judge_scores,
+                                        leave_one_dataset_out, load_scorer)
+from synth.summaries.features import feature_matrix, is_specific, tokens
+from synth.summaries.filters import EntailmentFilter, EntailmentScore
+
+DOC = ("The city library will open at 8 am on Saturdays from March. The council approved the budget on Tuesday. "
+       "Mayor Ortiz said the change would cost 40,000 dollars a year.\n\nIn other news, the museum in Lyon is closed.")
+
+
+def test_tokens_map_number_words_and_separators():
+    assert tokens("Three dogs cost 40,000 Dollars") == ["3", "dogs", "cost", "40000", "dollars"]
+    assert is_specific("ortiz") and is_specific("40000") and not is_specific("library")
+
+
+def test_support_features():
+    supported, moved, invented = feature_matrix([DOC] * 3, [
+        "The city library will open at 8 am on Saturdays.",  # copied: fully supported
+        "The library in Lyon will open at 8 am.",  # every word is in the document, not in this order
+        "Mayor Fischer said it would cost 90 dollars."])  # an invented name and number
+    assert supported.tolist() == [1.0, 1.0, 1.0]
+    assert moved[0] == 1.0 and moved[1] < 0.5  # words all found, trigrams mostly not
+    assert invented[2] <= 0.5 and invented[0] < 1.0  # the specifics are not in the document
+    for x in (moved, invented):
+        assert x.shape == (len(FEATURE_NAMES),) and np.all((0 <= x) & (x <= 1))
+
+
+def test_swapped_context_scores_below_faithful():
+    faithful, moved, invented = feature_matrix([DOC] * 3, [
+        "Mayor Ortiz said the change would cost 40,000 dollars a year.",
+        "Mayor Ortiz said the museum in Lyon would cost 40,000 dollars a year.",
+        "Mayor Fischer said the change would cost 90,000 dollars a year."]).mean(axis=1)
+    assert faithful > moved and faithful > invented
+
+
+def test_filter_keeps_supported_and_drops_made_up_summary():
+    t = pa.table({"payload": [DOC, DOC],
+                  "summary": ["The city library will open at 8 am on Saturdays from March.",
+                              "The museum in Berlin will close for 12 weeks after a 40 million euro fire."]})
+    scored = EntailmentScore({})(t).table
+    s = scored.column("entail__score").to_pylist()
+    assert s[0] > load_scorer().threshold > s[1]
+    res = EntailmentFilter({})(scored)
+    assert res.stats.dropped == {"not_entailed": 1}
+    assert res.table.column("summary").to_pylist() == ["The city library will open at 8 am on Saturdays from March."]
+
+
+def test_llm_judge_averages_sentence_verdicts():
+    def reply(req, i):
+        sentence = req.messages[-1]["content"].split("Sentence:\n")[1].split("\n")[0]
+        return "Yes." if "library" in sentence else "no"
+
+    backend = ScriptedBackend(reply)
+    two = "The library opens at 8 am. The museum burned down."
+    assert judge_scores(backend, [DOC, DOC], ["The library opens at 8 am.", two]).tolist() == [1.0, 0.5]
+    assert backend.calls == 2  # three sentences, two distinct requests (identical ones are asked once)
+
+    register_backend("judge-test", ScriptedBackend(lambda req, i: "maybe"))  # unparseable = not supported
+    out = EntailmentScore({"llm_judge": {"backend": {"kind": "registered", "name": "judge-test"}}})(
+        pa.table({"payload": [DOC], "summary": ["The city library will open at 8 am on Saturdays."]})).table
+    assert out.column("entail__llm_score").to_pylist() == [0.0]
+    assert out.column("entail__score").to_pylist() == [pytest.approx(0.5)]  # (1.0 support + 0.0 judge) / 2
+
+
+def test_metrics_against_hand_computation():
+    y = np.array([1, 1, 0, 0, 1])
+    s = np.array([0.9, 0.4, 0.4, 0.1, 0.8])
+    # pairs (pos, neg): (0.9,0.4)=1 (0.9,0.1)=1 (0.4,0.4)=0.5 (0.4,0.1)=1 (0.8,0.4)=1 (0.8,0.1)=1 -> 5.5/6
+    assert auc(y, s) == pytest.approx(5.5 / 6)
+    assert balanced_accuracy(y, (s >= 0.5).astype(int)) == pytest.approx((2 / 3 + 1) / 2)
+
+
+def test_calibration_weights_groups_equally():
+    a = (np.array([0.6, 0.8, 0.2, 0.3]), np.array([1, 1, 0, 0]))    # perfect for t in (0.3, 0.6]
+    b = (np.array([0.9, 0.95, 0.62, 0.66]), np.array([1, 1, 0, 0]))  # perfect for t in (0.66, 0.9]
+    scores, labels = [a[0], a[0], b[0]], [a[1], a[1], b[1]]
+    # two copies of one group count once: t=0.8 gives (0.75 + 1.0) / 2 over groups, the best
+    assert calibrate(scores, labels, ["a", "a", "b"]) == pytest.approx(0.8)
+    # counted as three datasets, the two copies win: t=0.6 gives (1 + 1 + 0.5) / 3
+    assert calibrate(scores, labels, ["a1", "a2", "b"]) == pytest.approx(0.6)
+    rows = leave_one_dataset_out([Labelled("a1", [], [], a[1], "a"), Labelled("b", [], [], b[1])],
+                                 lambda d: a[0] if d.name == "a1" else b[0])
+    assert [(r["dataset"], r["threshold"], r["balanced_acc"]) for r in rows] == [
+        ("a1", pytest.approx(0.9), 0.5), ("b", pytest.approx(0.6), 0.5)]  # each other's threshold fails
+
+
+@pytest.mark.slow
+def test_leave_one_dataset_out_on_summac(shared_data):
+    from evals.data.entailment import load_datasets
+
+    datasets = load_datasets(shared_data / "summarization")
+    assert [d.name for d in datasets] == ["factcc", "summeval", "xsumfaith", "polytope", "xsum_hallucination"]
+    assert len(datasets[-1].labels) > 2000 and datasets[-1].group == datasets[2].group == "xsum"
+    scorer = load_scorer()
+    rows = {r["dataset"]: r for r in leave_one_dataset_out(datasets, lambda d: scorer.score_pairs(d.documents, d.summaries))}
+    # the ranking holds on the held-out news datasets (the old fitted model: AUC 0.48 on one unseen set)
+    for name in ("factcc", "summeval", "xsumfaith", "xsum_hallucination"):
+        assert rows[name]["auc"] > 0.7, rows[name]
+    # the shipped artifact records these same leave-one-out results
+    saved = {r["dataset"]: r for r in scorer.info["leave_one_dataset_out"]}
+    for name, r in rows.items():
+        assert saved[name]["auc"] == pytest.approx(r["auc"], abs=1e-9)
