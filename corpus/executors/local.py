@@ -16,7 +16,10 @@ import multiprocessing as mp
 import os
 import signal
 import queue
+import select
 import sys
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable
 
@@ -41,19 +44,45 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(owner_pid: int) -> None:
-    """Pool initializer: SIGKILL this worker when its parent dies; exit now if the run is gone."""
+    """Pool initializer: end this worker as soon as the run (`owner_pid`) is gone.
+
+    A forkserver worker's parent is the forkserver, not the run, and the forkserver only exits
+    once every worker has (they hold its liveness pipe), so PDEATHSIG alone would not fire: a
+    watchdog thread waits on the run's pidfd (or polls) and exits the worker when the run dies.
+    PDEATHSIG still covers a killed forkserver.
+    """
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the owner checks in task.py still hold
+        except (OSError, AttributeError):  # no prctl: the watchdog and task.py's checks remain
             pass
-    try:
-        os.kill(owner_pid, 0)
-    except ProcessLookupError:
+    if not _alive(owner_pid):
         os._exit(1)
+    threading.Thread(target=_watch, args=(owner_pid,), daemon=True, name="watch-run").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
     except PermissionError:
         pass
+    return True
+
+
+def _watch(owner_pid: int) -> None:
+    try:
+        fd = os.pidfd_open(owner_pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])  # readable when the process exits
+    else:
+        while _alive(owner_pid):
+            time.sleep(0.2)
+    os._exit(1)  # no cleanup: the run is gone, and its next run redoes this task
 
 
 def _pool(workers: int, ctx) -> ProcessPoolExecutor:
