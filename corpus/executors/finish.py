@@ -113,9 +113,23 @@ def enforce_unique_ids(staging: Location, results: list[TaskResult], *, mode: st
     keep_pos = groups.column("pos_min")
     keep = pc.or_(pc.is_in(pa.array(range(total), pa.int64()), value_set=keep_pos), pc.is_null(ids))
     keep = keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
-    out, reject_shards = [], []
+    reject_shards: list[ShardInfo] = []
     rejects_writer = ShardWriter(staging.join("rejects"), f"{UNIQUE_STAGE}-part", relative_dir="rejects",
                                  target_bytes=target_bytes, row_group_rows=row_group_rows) if rejects else None
+    try:
+        out = _rewrite(staging, results, keep, starts, rejects_writer, stats, target_bytes, row_group_rows)
+        if rejects_writer is not None:
+            reject_shards = rejects_writer.close()
+    except BaseException:
+        if rejects_writer is not None:
+            rejects_writer.abort()
+        raise
+    stats.rows_out = total - stats.n_dropped
+    return out, reject_shards, stats
+
+
+def _rewrite(staging, results, keep, starts, rejects_writer, stats, target_bytes, row_group_rows):
+    out = []
     for k, r in enumerate(results):
         n_rows = sum(s.rows for s in r.shards)
         mask = keep.slice(starts[k], n_rows)
@@ -124,23 +138,28 @@ def enforce_unique_ids(staging: Location, results: list[TaskResult], *, mode: st
             continue
         writer = ShardWriter(staging.join("shards"), f"part-{r.index:05d}u", relative_dir="shards",
                              target_bytes=target_bytes, row_group_rows=row_group_rows)
-        offset = 0
-        for s in r.shards:
-            loc = staging.join(s.path)
-            with loc.fs.open_input_file(loc.path) as f:
-                t = pq.read_table(f)
-            m = mask.slice(offset, t.num_rows)
-            offset += t.num_rows
-            writer.write(t.filter(m))
-            if rejects_writer is not None:
-                dropped = t.filter(pc.invert(m))
-                dropped = dropped.append_column(DROP_STAGE, pa.array([UNIQUE_STAGE] * dropped.num_rows, pa.string()))
-                dropped = dropped.append_column(DROP_REASON, pa.array([DUPLICATE_ID] * dropped.num_rows, pa.string()))
-                rejects_writer.write(_rejects_view(dropped))
+        try:
+            _filter_task(staging, r, mask, writer, rejects_writer)
+        except BaseException:
+            writer.abort()
+            raise
         n_drop = n_rows - int(pc.sum(mask).as_py() or 0)
         stats.dropped[DUPLICATE_ID] = stats.dropped.get(DUPLICATE_ID, 0) + n_drop
         out.append(dataclasses.replace(r, shards=writer.close()))
-    if rejects_writer is not None:
-        reject_shards = rejects_writer.close()
-    stats.rows_out = total - stats.n_dropped
-    return out, reject_shards, stats
+    return out
+
+
+def _filter_task(staging, r, mask, writer, rejects_writer) -> None:
+    offset = 0
+    for s in r.shards:
+        loc = staging.join(s.path)
+        with loc.fs.open_input_file(loc.path) as f:
+            t = pq.read_table(f)
+        m = mask.slice(offset, t.num_rows)
+        offset += t.num_rows
+        writer.write(t.filter(m))
+        if rejects_writer is not None:
+            dropped = t.filter(pc.invert(m))
+            dropped = dropped.append_column(DROP_STAGE, pa.array([UNIQUE_STAGE] * dropped.num_rows, pa.string()))
+            dropped = dropped.append_column(DROP_REASON, pa.array([DUPLICATE_ID] * dropped.num_rows, pa.string()))
+            rejects_writer.write(_rejects_view(dropped))
