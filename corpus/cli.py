@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args) -> int:
-    from .executors import run_pipeline
+    from .executors import NothingKept, run_pipeline
     from .pipeline import describe_plan, load_pipeline
     from .report import stats_table
 
@@ -62,7 +62,16 @@ def cmd_run(args) -> int:
     if args.dry_run:
         print(describe_plan(pipeline))
         return 0
-    outcome = run_pipeline(pipeline, progress=not args.no_progress)
+    try:
+        outcome = run_pipeline(pipeline, progress=not args.no_progress)
+    except NothingKept as exc:  # still show what each stage did, then fail
+        print()
+        print(stats_table(exc.stats))
+        print()
+        if exc.rejects is not None:
+            print(f"rejects   {exc.rejects.name}@{exc.rejects.version_id[:12]} ({exc.rejects.manifest.rows:,} rows)")
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     v = outcome.version
     print()
     print(stats_table(outcome.stats))

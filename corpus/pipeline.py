@@ -19,11 +19,13 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import yaml
 
 from manifests.catalog import Catalog
 from manifests.errors import ConfigError
+from manifests.names import validate_name
 from manifests.manifest import canonical_json, config_hash
 from manifests.storage import Location
 
@@ -39,10 +41,17 @@ class InputSpec:
     paths: list[str] = field(default_factory=list)  # files, globs or URIs
     version: str | None = None  # a catalog reference (`name`, `name@id`); reads its shards
     options: dict[str, Any] = field(default_factory=dict)  # the reader's own config
+    cast: dict[str, str] = field(default_factory=dict)  # column -> Arrow type (`string`, `int64`), applied on read
 
     def __post_init__(self):
         require(bool(self.paths) != bool(self.version), "input needs exactly one of `paths` or `version`")
         require(not self.version or self.format == "parquet", "input.version reads Parquet shards; set format: parquet")
+        for column, type_name in self.cast.items():
+            try:
+                pa.type_for_alias(type_name)
+            except (ValueError, KeyError):
+                raise ValueError(f"cast: {column}: {type_name!r} is not an Arrow type name "
+                                 "(e.g. string, large_string, int64, float64)") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,9 +60,12 @@ class OutputSpec:
     shard_target_bytes: int | str = "256MiB"
     row_group_rows: int = 4096
     rejects: bool = True  # write dropped rows to `<name>.rejects`
+    unique_ids: Literal["error", "drop", "off"] = "error"  # duplicate `id`s: refuse, drop (reason duplicate_id), allow
 
     def __post_init__(self):
         require(self.row_group_rows > 0, f"row_group_rows must be > 0; got {self.row_group_rows}")
+        size = parse_size(self.shard_target_bytes, key="shard_target_bytes", where="output")
+        require(size > 0, f"shard_target_bytes must be > 0 (e.g. 256MiB); got {self.shard_target_bytes!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +75,8 @@ class ExecutorSpec:
     batch_rows: int = 2048
     max_task_retries: int = 1  # for RetryableError
     address: str | None = None  # ray: cluster address; None = a local Ray instance
+    connect_timeout_s: float = 15.0  # ray: give up on an unreachable `address` after this long
+    lock_wait_s: float | None = None  # wait this long for an identical run / a publish of the name (None: forever)
 
     def __post_init__(self):
         require(self.workers >= 0, f"workers must be >= 0 (0 = all cores); got {self.workers}")
@@ -95,7 +109,16 @@ class Pipeline:
             "output": {"shard_target_bytes": self.target_bytes, "row_group_rows": self.output.row_group_rows,
                        "rejects": self.output.rejects},
             "stages": [s.describe() for s in self.stages],
-        }
+        } | self._safety_canonical()
+
+    def _safety_canonical(self) -> dict:
+        # Only when set, so that configs without them keep their hashes.
+        extra = {}
+        if self.input.cast:
+            extra["cast"] = dict(sorted(self.input.cast.items()))
+        if self.output.unique_ids == "drop":
+            extra["unique_ids"] = "drop"
+        return extra
 
     def catalog(self) -> Catalog:
         return Catalog(self.output.root)
@@ -110,6 +133,8 @@ class Pipeline:
     def passes(self) -> list[list[Stage]]:
         """Split the stage list at global stages: each pass starts with at most one."""
         out: list[list[Stage]] = [[]]  # a pipeline without stages is one pass that copies
+        if self.stages and isinstance(self.stages[0], GlobalStage) and self.input.format != "parquet":
+            out.append([])  # a global index reads Parquet: first copy the input into shards
         for stage in self.stages:
             if isinstance(stage, GlobalStage) and out[-1]:
                 out.append([])
@@ -162,9 +187,7 @@ def load_pipeline(source: str | dict, *, overrides: dict | None = None) -> Pipel
             close = difflib.get_close_matches(key, known, n=1)
             fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(known))}"
             raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
-    name = data.get("name")
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise ConfigError(f"{where}: `name` must be a dataset name without '/' (the output version's name); got {name!r}")
+    name = validate_name(data.get("name"), where=f"{where}: `name`")
     pipeline = Pipeline(
         name=name,
         input=build_config(InputSpec, data.get("input"), where=f"{where} input"),
@@ -220,6 +243,9 @@ def _dir_size(loc: Location) -> list[int]:
 
 def describe_plan(pipeline: Pipeline) -> str:
     inputs = pipeline.inputs()
+    from .preflight import preflight
+
+    preflight(pipeline, inputs)  # the dry run refuses what the real run would refuse
     total = sum(_dir_size(f.location)[0] if f.location.is_dir() else f.location.size() for f in inputs)
     lines = [
         f"pipeline {pipeline.name}: {len(inputs)} input files ({total / 1e6:.1f} MB, format {pipeline.input.format})",

@@ -4,6 +4,11 @@ Layout:
     <root>/<name>/<version_id>/manifest.json
     <root>/<name>/<version_id>/shards/part-*.parquet
     <root>/.staging/<name>-<run_key>/           work in progress, never read as a version
+    <root>/.locks/<key>.lock                    who is publishing a name / running a run key
+
+A version exists once its manifest does. A run's rejects (`<name>.rejects`) carry `rejects_of`
+and are listed only once that version's manifest exists too, so the catalog sees a version and
+its rejects appear together (the main manifest is the single commit point).
 
 A reference is `name` (newest), `name@<id prefix>`, or `<id prefix>` (unique across names).
 """
@@ -11,6 +16,7 @@ A reference is `name` (newest), `name@<id prefix>`, or `<id prefix>` (unique acr
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Iterable
@@ -20,9 +26,13 @@ import pyarrow.compute as pc
 
 from .dataset import DatasetVersion
 from .errors import ManifestError
+from .locks import Lock
 from .manifest import MANIFEST_NAME, Manifest, PipelineInfo, StageStats, version_id_of
 from .shards import DEFAULT_TARGET_SHARD_BYTES, ShardWriter
+from .names import REJECTS_SUFFIX, validate_name
 from .storage import Location
+
+log = logging.getLogger("cidermill.catalog")
 
 STAGING = ".staging"
 LATEST = "LATEST"  # <root>/<name>/LATEST holds the id of the version published last under that name
@@ -61,6 +71,8 @@ class Catalog:
                     m = Manifest.from_json(mloc.read_bytes(), where=mloc.uri)
                 except ManifestError:
                     continue  # listed by `verify`, not by `ls`
+                if not self._owner_published(m):
+                    continue  # rejects of a version whose publish did not finish
                 out.append(VersionEntry(m.name, m.version_id, m.created_at, m.rows, m.bytes, vdir))
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
@@ -89,32 +101,90 @@ class Catalog:
     def staging_dir(self, name: str, run_key: str) -> Location:
         return self.root.join(STAGING, f"{name}-{run_key[:16]}")
 
-    def publish(self, staging: Location, manifest: Manifest, *, cleanup: bool = True) -> DatasetVersion:
+    def publish(self, staging: Location, manifest: Manifest, *, cleanup: bool = True,
+                rejects: Manifest | None = None, lock_wait_s: float | None = None) -> DatasetVersion:
         """Move finished shards from `staging` into `<root>/<name>/<id>/`, manifest last.
 
+        With `rejects`, that version (shards in the same staging dir) is placed first, marked
+        `rejects_of` this one, so both appear in the catalog when this manifest is written.
         Publishing the same content twice is a no-op that returns the existing version.
+        Holds the publish lock of the name (`rejects` share it). If it fails (a full disk, a
+        kill), no version appears, no temporary file is left and the shards go back to `staging`.
         `cleanup` deletes the staging directory afterwards.
         """
-        target = self.root.join(manifest.name, manifest.version_id)
-        latest = self.root.join(manifest.name, LATEST)
-        if target.join(MANIFEST_NAME).exists():
-            if cleanup:
-                staging.delete()
-            latest.write_bytes_atomic(manifest.version_id.encode())  # publishing A, B, A again: A is latest
-            return DatasetVersion(target)
-        target.mkdir()
-        for shard in manifest.shards:
-            dst = target.join(shard.path)
-            dst_parent = Location(dst.fs, dst.path.rsplit("/", 1)[0])
-            dst_parent.mkdir()
-            staging.join(shard.path).move_to(dst)
-        if not manifest.created_at:
-            manifest.created_at = utc_now()
-        target.join(MANIFEST_NAME).write_bytes_atomic(manifest.to_json().encode())
-        latest.write_bytes_atomic(manifest.version_id.encode())
+        validate_name(manifest.name, where="publish", allow_rejects=True)
+        base = manifest.name.removesuffix(REJECTS_SUFFIX)
+        with Lock(self.root, f"publish-{base}", what=f"publishing {base!r} under {self.root.uri}",
+                  wait_s=lock_wait_s):
+            if rejects is not None:
+                rejects.extra["rejects_of"] = f"{manifest.name}@{manifest.version_id}"
+                self._place(staging, rejects)
+                manifest.extra["rejects_version"] = rejects.version_id
+            version = self._place(staging, manifest)  # the commit point
+            for m in ([rejects] if rejects is not None else []) + [manifest]:
+                self._set_latest(m)
         if cleanup:
-            staging.delete()
+            try:
+                staging.delete()
+            except OSError as exc:  # published already; a leftover staging dir is harmless
+                log.warning("could not delete %s: %s", staging.uri, exc)
+        return version
+
+    def _place(self, staging: Location, manifest: Manifest) -> DatasetVersion:
+        target = self.root.join(manifest.name, manifest.version_id)
+        mloc = target.join(MANIFEST_NAME)
+        if mloc.exists():
+            existing = DatasetVersion(target)
+            if not self._owner_published(existing.manifest) and manifest.extra.get("rejects_of"):
+                # same rejects content, but published for a run that never finished: adopt it
+                existing.manifest.extra["rejects_of"] = manifest.extra["rejects_of"]
+                mloc.write_bytes_atomic(existing.manifest.to_json().encode())
+            return DatasetVersion(target)
+        moved: list[tuple[Location, Location]] = []
+        try:
+            target.mkdir()
+            for shard in manifest.shards:
+                dst = target.join(shard.path)
+                Location(dst.fs, dst.path.rsplit("/", 1)[0]).mkdir()
+                src = staging.join(shard.path)
+                src.move_to(dst)
+                moved.append((src, dst))
+            if not manifest.created_at:
+                manifest.created_at = utc_now()
+            mloc.write_bytes_atomic(manifest.to_json().encode())
+        except BaseException:
+            for src, dst in reversed(moved):  # renames need no space: put the shards back
+                try:
+                    dst.move_to(src)
+                except OSError:
+                    pass
+            try:
+                if not mloc.exists():
+                    target.delete()
+            except OSError:
+                pass
+            raise
         return DatasetVersion(target)
+
+    def _set_latest(self, manifest: Manifest) -> None:
+        latest = self.root.join(manifest.name, LATEST)
+        try:
+            latest.write_bytes_atomic(manifest.version_id.encode())
+        except OSError as exc:
+            # The version is published; without LATEST, `resolve(name)` picks the newest one,
+            # which is this one. A stale LATEST would name an older one, so remove it.
+            log.warning("could not update %s (%s); removing it", latest.uri, exc)
+            try:
+                latest.delete()
+            except OSError:
+                pass
+
+    def _owner_published(self, manifest: Manifest) -> bool:
+        owner = manifest.extra.get("rejects_of")
+        if not owner:
+            return True
+        name, _, vid = str(owner).partition("@")
+        return self.root.join(name, vid, MANIFEST_NAME).exists()
 
     def write_table(
         self,
@@ -129,6 +199,7 @@ class Catalog:
         schema: pa.Schema | None = None,
     ) -> DatasetVersion:
         """Write in-memory tables as a new version (for small outputs: rejects, artifacts, tests)."""
+        validate_name(name, where="write_table", allow_rejects=True)
         if isinstance(tables, pa.Table):
             tables = [tables]
         run_key = uuid.uuid4().hex  # a fresh staging dir for each call

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     show.add_argument("ref", help="name, name@idprefix or idprefix")
     show.add_argument("--json", action="store_true", help="the whole manifest")
     show.set_defaults(func=cmd_show)
-    verify = dsub.add_parser("verify", help="re-hash every shard; exit 1 naming broken shards")
+    verify = dsub.add_parser("verify", help="check the manifest digest and every shard (hash, schema, rows); exit 1 naming what is broken")
     verify.add_argument("ref")
     verify.set_defaults(func=cmd_verify)
     diff = dsub.add_parser("diff", help="rows added/removed by id from A to B, and stats deltas")
@@ -81,7 +81,11 @@ def cmd_verify(args) -> int:
     v = Catalog(args.root).resolve(args.ref)
     problems = v.verify()
     if not problems:
-        print(f"ok: {v.name}@{v.version_id[:12]}: {len(v.manifest.shards)} shards match their sha256")
+        print(f"ok: {v.name}@{v.version_id[:12]}: {len(v.manifest.shards)} shards match their sha256, "
+              f"schema and row counts" + ("" if v.unprotected else "; the manifest digest matches"))
+        if v.unprotected:
+            print("note: schema_version 1 manifest (written before digests): edits to its fields cannot be "
+                  "detected; republish the version to protect it", file=sys.stderr)
         return 0
     for p in problems:
         print(f"BROKEN {v.directory.uri}/{p.path}: {p.reason}", file=sys.stderr)

@@ -73,7 +73,13 @@ class DatasetVersion:
         return pa.concat_tables(tables)
 
     def verify(self) -> list[ShardProblem]:
-        """Re-hash every shard; return the broken ones (empty list means the version is intact)."""
+        """Check every shard against the manifest: present, size, sha256, and for Parquet shards
+        the Arrow schema and the row count.
+
+        Returns the problems (empty: the version is intact). The manifest's own fields are checked
+        when it is opened (`manifest_sha256`); a schema_version 1 manifest has no digest, which
+        `unprotected` reports.
+        """
         problems = []
         for info, loc in zip(self.manifest.shards, self._shard_locs):
             if not loc.exists():
@@ -82,6 +88,38 @@ class DatasetVersion:
             sha, n_bytes = loc.sha256()
             if n_bytes != info.bytes:
                 problems.append(ShardProblem(info.path, f"size {n_bytes} != manifest {info.bytes}"))
-            elif sha != info.sha256:
+                continue
+            if sha != info.sha256:
                 problems.append(ShardProblem(info.path, f"sha256 {sha[:12]} != manifest {info.sha256[:12]}"))
+                continue
+            if not info.path.endswith(".parquet"):
+                continue  # other payloads (token .bin/.idx, mixture.json) are checked by hash only
+            try:
+                with loc.fs.open_input_file(loc.path) as f:
+                    pf = pq.ParquetFile(f)
+                    schema, n_rows = pf.schema_arrow, pf.metadata.num_rows
+            except (OSError, pa.ArrowException) as exc:
+                problems.append(ShardProblem(info.path, f"not a readable Parquet file ({exc})"))
+                continue
+            if not schema.equals(self.schema, check_metadata=False):
+                diff = _schema_diff(self.schema, schema)
+                problems.append(ShardProblem(info.path, f"schema differs from the manifest: {diff}"))
+            if n_rows != info.rows:
+                problems.append(ShardProblem(info.path, f"rows {n_rows} != manifest {info.rows}"))
         return problems
+
+    @property
+    def unprotected(self) -> bool:
+        """True for a manifest written before digests (schema_version 1): edits to it go unnoticed."""
+        return self.manifest.schema_version < 2
+
+
+def _schema_diff(expected: pa.Schema, got: pa.Schema) -> str:
+    parts = []
+    for f in expected:
+        if f.name not in got.names:
+            parts.append(f"column {f.name!r} missing")
+        elif got.field(f.name).type != f.type:
+            parts.append(f"column {f.name!r} is {got.field(f.name).type}, manifest says {f.type}")
+    parts += [f"extra column {n!r}" for n in got.names if n not in expected.names]
+    return "; ".join(parts) or "field order or nullability"

@@ -17,9 +17,12 @@ import pyarrow as pa
 
 from .errors import ManifestError
 
-SCHEMA_VERSION = 1
-SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
+# 2: `manifest_sha256` covers every other field, so any edit of a published manifest is found.
+# 1: no digest; still read (versions published before digests), and `verify` says it is unprotected.
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = frozenset({1, 2})
 MANIFEST_NAME = "manifest.json"
+DIGEST_FIELD = "manifest_sha256"
 
 
 def canonical_json(obj: Any) -> str:
@@ -29,6 +32,11 @@ def canonical_json(obj: Any) -> str:
 
 def config_hash(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
+def manifest_digest(d: dict) -> str:
+    """sha256 over the canonical JSON of every manifest field but the digest itself."""
+    return config_hash({k: v for k, v in d.items() if k != DIGEST_FIELD})
 
 
 def version_id_of(shard_sha256s: list[str]) -> str:
@@ -141,7 +149,7 @@ class Manifest:
         return None if any(t is None for t in counts) else sum(counts)
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "schema_version": self.schema_version,
             "name": self.name,
             "version_id": self.version_id,
@@ -159,6 +167,10 @@ class Manifest:
             "errors": list(self.errors),
             "extra": dict(self.extra),
         }
+        if self.schema_version >= 2:
+            # the digest of the JSON form (tuples become lists, etc.), which is what a reader sees
+            d[DIGEST_FIELD] = manifest_digest(json.loads(canonical_json(d)))
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
@@ -173,6 +185,13 @@ class Manifest:
                 f"{where}: unknown schema_version {sv!r}; this cidermill reads "
                 f"{sorted(SUPPORTED_SCHEMA_VERSIONS)} (upgrade cidermill to read newer versions)"
             )
+        if sv >= 2:
+            stored = d.get(DIGEST_FIELD)
+            if not isinstance(stored, str) or manifest_digest(d) != stored:
+                raise ManifestError(
+                    f"{where}: {DIGEST_FIELD} does not match the manifest's fields; the manifest was "
+                    "edited or corrupted after publishing (republish the version, do not edit it)"
+                )
         try:
             shards = [
                 ShardInfo(

@@ -41,7 +41,7 @@ class ShardWriter:
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
     ):
         if target_bytes <= 0 or row_group_rows <= 0:
-            raise ValueError("target_bytes and row_group_rows must be > 0")
+            raise ValueError(f"target_bytes and row_group_rows must be > 0; got {target_bytes}, {row_group_rows}")
         self.directory = directory
         self.prefix = prefix
         self.relative_dir = relative_dir
@@ -115,10 +115,15 @@ class ShardWriter:
 
     def abort(self) -> None:
         """Drop the shard in progress (used when a task fails mid-way)."""
-        if self._writer is not None:
+        if self._tmp is not None:
+            for close in (self._writer.close if self._writer else None, self._sink.close if self._sink else None):
+                try:
+                    if close is not None:
+                        close()
+                except Exception:  # a full disk fails the flush again; the file goes anyway
+                    pass
             try:
-                self._writer.close()
-                self._sink.close()
-            finally:
                 self._tmp.delete()
+            except OSError:
+                pass
         self._writer = self._sink = self._tmp = self._final = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import uuid
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -71,12 +72,19 @@ class Location:
         """Write to a temporary name, flush to disk, then rename over the target."""
         if self.is_local:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            tmp = f"{self.path}.tmp-{os.getpid()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            tmp = f"{self.path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:  # a full disk or a kill: leave no temporary file behind
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
             _fsync_dir(os.path.dirname(self.path))
         else:  # an object-store PUT is atomic: readers see all of it or nothing
             with self.fs.open_output_stream(self.path) as f:

@@ -136,7 +136,7 @@ def _sft_dedup(root: str, version) -> dict:
     pipeline = load_pipeline({
         "name": "synth-tools-dedup",
         "input": {"format": "parquet", "version": f"{version.name}@{version.version_id}"},
-        "output": {"root": root},
+        "output": {"root": root, "unique_ids": "off"},  # glaive seeds repeat dialogues, hence ids (issue 14)
         "executor": {"kind": "local", "workers": 1},
         "stages": [{"sft_embed_dedup_v1": {"fields": ["messages", "calls"], "threshold": 0.95}}],
     }, overrides={"output.root": root})

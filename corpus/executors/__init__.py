@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..pipeline import Pipeline
-from .base import Executor, RunOutcome
+from .base import Executor, NothingKept, RunOutcome
 from .task import TaskResult, TaskSpec, run_task
 
 
@@ -25,4 +25,4 @@ def run_pipeline(pipeline: Pipeline, *, progress: bool = True) -> RunOutcome:
         executor.close()
 
 
-__all__ = ["Executor", "RunOutcome", "TaskResult", "TaskSpec", "make_executor", "run_pipeline", "run_task"]
+__all__ = ["Executor", "NothingKept", "RunOutcome", "TaskResult", "TaskSpec", "make_executor", "run_pipeline", "run_task"]

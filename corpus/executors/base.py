@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from manifests.catalog import Catalog, utc_now
 from manifests.dataset import DatasetVersion
 from manifests.errors import FatalError
+from manifests.locks import Lock
 from manifests.manifest import Manifest, PipelineInfo, StageStats, config_hash, version_id_of
 from manifests.storage import Location
 
 from ..pipeline import Pipeline
+from ..preflight import preflight
 from ..readers import InputFile
 from ..stage import GlobalStage, Stage, TaskMap
-from .task import READ_STAGE, REJECTS_SCHEMA, TaskResult, TaskSpec
+from .finish import enforce_unique_ids, output_schema
+from .task import READ_STAGE, REJECTS_SCHEMA, TaskResult, TaskSpec, _one_line
 
 log = logging.getLogger("cidermill.executor")
 
@@ -38,6 +41,16 @@ class RunOutcome:
     tasks_resumed: int
     seconds: float
     extra: dict = field(default_factory=dict)
+
+
+class NothingKept(FatalError):
+    """A run dropped every row; its rejects are published (if on) and no version is."""
+
+    def __init__(self, message: str, *, stats: list[StageStats], rejects: DatasetVersion | None, errors: list[dict]):
+        super().__init__(message)
+        self.stats = stats
+        self.rejects = rejects
+        self.errors = errors
 
 
 def code_revision() -> str:
@@ -77,11 +90,24 @@ class Executor(ABC):
 
     # ------------------------------------------------------------------------------------
     def run(self) -> RunOutcome:
+        """Run the pipeline into a new version. Holds the run key's lock throughout, so a second
+        identical run waits (saying who holds it) and then finds the version already published."""
         p = self.pipeline
         start = time.perf_counter()
         catalog = p.catalog()
         inputs = p.inputs()
+        preflight(p, inputs)
         run_key = p.run_key(inputs)
+        try:
+            with Lock(catalog.root, f"run-{p.name}-{run_key[:16]}", what=f"run {p.name!r} (run key {run_key[:16]})",
+                      wait_s=p.executor.lock_wait_s):
+                return self._run_locked(catalog, inputs, run_key, start)
+        except OSError as exc:  # a full disk, a read-only root: one line; tasks left no temp files
+            raise FatalError(f"pipeline {p.name}: {_one_line(exc)} (data root {catalog.root.uri}); "
+                             "a rerun resumes from the tasks that finished") from None
+
+    def _run_locked(self, catalog: Catalog, inputs: list[InputFile], run_key: str, start: float) -> RunOutcome:
+        p = self.pipeline
         staging = catalog.staging_dir(p.name, run_key)
         staging.mkdir()
         passes = p.passes()
@@ -103,7 +129,7 @@ class Executor(ABC):
                     rejects_dir=staging.join("rejects") if p.output.rejects else None,
                     rejects_prefix=f"p{k}-", marker=staging.join(f"pass-{k}", "tasks", f"{i:05d}.json"),
                     batch_rows=p.executor.batch_rows, target_bytes=p.target_bytes,
-                    row_group_rows=p.output.row_group_rows,
+                    row_group_rows=p.output.row_group_rows, cast=dict(p.input.cast) if k == 0 else {},
                 )
                 for i, f in enumerate(pass_inputs)
             ]
@@ -122,31 +148,60 @@ class Executor(ABC):
                            for r in results for s in r.shards]
             fmt, options = "parquet", {}
 
+        schema = output_schema(staging, results)  # one schema per version, or a FatalError naming the input
+        results, unique_rejects, unique_stats = enforce_unique_ids(
+            staging, results, mode=p.output.unique_ids, rejects=p.output.rejects,
+            target_bytes=p.target_bytes, row_group_rows=p.output.row_group_rows)
+        if unique_stats is not None:
+            all_stats[unique_stats.name] = unique_stats
         stats = list(all_stats.values())
         shards = [s for r in results for s in r.shards]
-        schema = self._output_schema(staging, shards, results)
         info = PipelineInfo(
             name=p.name, stages=[s.describe() for s in p.stages], config=p.canonical(),
             code_revision=code_revision(), config_sha256=config_hash(p.canonical()),
         )
-        rejects_version = None
-        reject_shards = self._collect_rejects(staging)
+        reject_shards = self._collect_rejects(staging) + unique_rejects
+        rejects_manifest = None
         if p.output.rejects and reject_shards:
             rejects_manifest = Manifest(
                 name=f"{p.name}.rejects", version_id=version_id_of([s.sha256 for s in reject_shards]),
                 shards=reject_shards, schema=REJECTS_SCHEMA, pipeline=info, stats=stats,
                 created_at=utc_now(), extra={"kind": "rejects"},
             )
-            rejects_version = self._publish(catalog, staging, rejects_manifest)
+        if not shards:
+            self._nothing_kept(catalog, staging, rejects_manifest, stats, errors)
         manifest = Manifest(
             name=p.name, version_id=version_id_of([s.sha256 for s in shards]), shards=shards, schema=schema,
             pipeline=info, parents=parents, stats=stats, errors=errors, created_at=utc_now(),
-            extra={"rejects_version": rejects_version.version_id} if rejects_version else {},
         )
-        version = self._publish(catalog, staging, manifest)
-        staging.delete()
+        version = catalog.publish(staging, manifest, cleanup=True, rejects=rejects_manifest,
+                                  lock_wait_s=p.executor.lock_wait_s)
+        rejects_version = DatasetVersion(catalog.root.join(rejects_manifest.name, rejects_manifest.version_id)) \
+            if rejects_manifest is not None else None
         return RunOutcome(version, rejects_version, stats, errors, n_run, n_resumed,
                           time.perf_counter() - start)
+
+    def _nothing_kept(self, catalog: Catalog, staging: Location, rejects: Manifest | None,
+                      stats: list[StageStats], errors: list[dict]) -> None:
+        """No row survived: publish the rejects alone, clean up, and stop with exit status 1.
+
+        An empty version is not published: it would look like a successful build to whatever
+        reads the name next (a tokenizer, a mixture), which is the mistake to catch early.
+        """
+        p = self.pipeline
+        rejects_version = None
+        if rejects is not None:
+            rejects_version = catalog.publish(staging, rejects, cleanup=False, lock_wait_s=p.executor.lock_wait_s)
+        try:
+            staging.delete()
+        except OSError as exc:
+            log.warning("could not delete %s: %s", staging.uri, exc)
+        rows_in = next((s.rows_in for s in stats if s.name == READ_STAGE), 0)
+        where = (f"; the dropped rows are in {rejects_version.name}@{rejects_version.version_id[:12]}"
+                 if rejects_version else "")
+        raise NothingKept(
+            f"pipeline {p.name}: kept no rows of {rows_in:,} read, so no version was published{where} "
+            "(see the per-stage table for why)", stats=stats, rejects=rejects_version, errors=errors)
 
     # ------------------------------------------------------------------------------------
     def _bind_globals(self, stages: list[Stage], inputs: list[InputFile], workdir: Location) -> list[Stage]:
@@ -168,21 +223,6 @@ class Executor(ABC):
         markers = [m for d in staging.listdir() if d.name.startswith("pass-") for m in d.join("tasks").listdir()]
         markers.sort(key=lambda loc: (int(loc.path.split("/")[-3].split("-")[1]), loc.name))
         return [s for m in markers for s in TaskResult.from_json(m.read_bytes()).rejects]
-
-    def _output_schema(self, staging: Location, shards: list, results: list[TaskResult]):
-        import pyarrow.parquet as pq
-
-        for s in shards:
-            loc = staging.join(s.path)
-            with loc.fs.open_input_file(loc.path) as f:
-                return pq.read_schema(f)
-        raise FatalError(
-            f"pipeline {self.pipeline.name}: every row was dropped or no input was readable; "
-            "nothing to publish (see the stats and errors above)"
-        )
-
-    def _publish(self, catalog: Catalog, staging: Location, manifest: Manifest) -> DatasetVersion:
-        return catalog.publish(staging, manifest, cleanup=False)
 
     def _input_version_id(self) -> str:
         return self.pipeline.catalog().resolve(self.pipeline.input.version).version_id

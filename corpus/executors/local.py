@@ -2,14 +2,24 @@
 
 Workers are forked from a forkserver that has already imported the engine, so starting one is
 cheap and no pyarrow thread pool is forked mid-flight. With one worker, tasks run in-process.
+
+Workers die with the run: each asks the kernel for SIGKILL when its parent (the forkserver, which
+itself exits when the run's process is gone) dies (PR_SET_PDEATHSIG), and checks that the run is
+still alive before it writes (task.py). So a kill -9 of the run leaves no process writing.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing as mp
+import os
+import signal
 import queue
+import select
 import sys
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable
 
@@ -30,6 +40,55 @@ def _context() -> mp.context.BaseContext:
     return mp.get_context("spawn")
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(owner_pid: int) -> None:
+    """Pool initializer: end this worker as soon as the run (`owner_pid`) is gone.
+
+    A forkserver worker's parent is the forkserver, not the run, and the forkserver only exits
+    once every worker has (they hold its liveness pipe), so PDEATHSIG alone would not fire: a
+    watchdog thread waits on the run's pidfd (or polls) and exits the worker when the run dies.
+    PDEATHSIG still covers a killed forkserver.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog and task.py's checks remain
+            pass
+    if not _alive(owner_pid):
+        os._exit(1)
+    threading.Thread(target=_watch, args=(owner_pid,), daemon=True, name="watch-run").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _watch(owner_pid: int) -> None:
+    try:
+        fd = os.pidfd_open(owner_pid)
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])  # readable when the process exits
+    else:
+        while _alive(owner_pid):
+            time.sleep(0.2)
+    os._exit(1)  # no cleanup: the run is gone, and its next run redoes this task
+
+
+def _pool(workers: int, ctx) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+
+
 class LocalTaskMap(TaskMap):
     def __init__(self, workers: int):
         self.workers = workers
@@ -38,7 +97,7 @@ class LocalTaskMap(TaskMap):
         items = list(items)
         if self.workers <= 1 or len(items) <= 1:
             return [fn(x) for x in items]
-        with ProcessPoolExecutor(min(self.workers, len(items)), mp_context=_context()) as pool:
+        with _pool(min(self.workers, len(items)), _context()) as pool:
             return list(pool.map(fn, items))
 
 
@@ -94,15 +153,21 @@ class LocalExecutor(Executor):
 
     def _run_pool(self, specs: list[TaskSpec], workers: int, progress: Progress) -> list[TaskResult]:
         ctx = _context()
-        manager = ctx.Manager() if progress.bars else None
+        manager = None
+        if progress.bars:
+            from multiprocessing.managers import SyncManager
+
+            manager = SyncManager(ctx=ctx)
+            manager.start(die_with_parent, (os.getpid(),))
         q = manager.Queue() if manager else None
         results: dict[int, TaskResult] = {}
         attempts = {s.index: 0 for s in specs}
         try:
-            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            with _pool(workers, ctx) as pool:
                 pending: dict[Future, TaskSpec] = {}
                 for spec in specs:
                     spec.progress = q
+                    spec.owner_pid = os.getpid()
                     pending[pool.submit(run_task, spec)] = spec
                 while pending:
                     done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)

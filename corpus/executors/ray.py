@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import logging
 import pickle
+import socket
+import threading
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa
+
+from manifests.errors import ConfigError, FatalError
 
 from ..stage import TaskMap
 from .base import Executor
@@ -23,20 +27,63 @@ from .task import TaskResult, TaskSpec, run_task
 log = logging.getLogger("cidermill.ray")
 
 
-def _ensure_ray(address: str | None, workers: int):
+def probe_address(address: str, timeout_s: float) -> None:
+    """Fail fast, in one line, when a Ray `address` (`host:port`, `ray://host:port`) does not answer.
+
+    `ray.init` on an unreachable address retries for minutes; a TCP connect says it in seconds.
+    `auto` and `local` are Ray's own lookups and are not probed here.
+    """
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"executor.address {address!r}: expected host:port or ray://host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise FatalError(f"cannot reach the Ray cluster at {address} within {timeout_s:g} s ({reason}); "
+                         "check --address / executor.address, or drop it to start a local Ray") from None
+
+
+def _ensure_ray(address: str | None, workers: int, timeout_s: float = 15.0):
+    if address:
+        probe_address(address, timeout_s)
     import ray
 
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "configure_logging": False}
         if address:
-            ray.init(address=address, **kwargs)
+            _init_with_timeout(ray, dict(address=address, **kwargs), address, timeout_s)
         else:
             ray.init(num_cpus=workers, **kwargs)
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     return ray
+
+
+def _init_with_timeout(ray, kwargs: dict, address: str, timeout_s: float) -> None:
+    """The port answered but `ray.init` may still wait on something that is not a Ray head."""
+    failure: list[BaseException] = []
+
+    def _init():
+        try:
+            ray.init(**kwargs)
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+
+    t = threading.Thread(target=_init, daemon=True, name="ray-init")
+    t.start()
+    t.join(timeout_s * 4)
+    if t.is_alive():
+        raise FatalError(f"connecting to the Ray cluster at {address} did not finish in {timeout_s * 4:g} s; "
+                         "is a Ray head (of the same Ray version) listening there?")
+    if failure:
+        raise FatalError(f"cannot connect to the Ray cluster at {address}: "
+                         f"{str(failure[0]).strip().splitlines()[0] if str(failure[0]).strip() else type(failure[0]).__name__}") from None
 
 
 def _apply_pickled(fn_bytes: bytes):
@@ -83,7 +130,7 @@ class RayExecutor(Executor):
 
     def __init__(self, pipeline, *, progress: bool = True):
         super().__init__(pipeline, progress=progress)
-        _ensure_ray(pipeline.executor.address, pipeline.executor.n_workers)
+        _ensure_ray(pipeline.executor.address, pipeline.executor.n_workers, pipeline.executor.connect_timeout_s)
 
     def task_map(self) -> TaskMap:
         return RayTaskMap(self.pipeline.executor.n_workers)

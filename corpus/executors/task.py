@@ -3,20 +3,26 @@ target size). Executors differ only in where `run_task` runs.
 
 Crash safety: shards are renamed into place when complete and the task's completion marker is
 written after them, atomically. A task without a marker is redone from scratch after deleting
-whatever it left; a task with one is skipped. So a killed run resumes without losing or
-duplicating rows.
+whatever it left; a task with one is skipped. A marker that does not parse, names another task,
+or whose shards are missing or changed is deleted and the task redone, so a rerun always
+recovers. So a killed run resumes without losing or duplicating rows.
+
+A task run for a parent process (`owner_pid`) stops before each write once that parent is gone,
+so nothing lands in staging after the run died (workers are also killed by PDEATHSIG, local.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from manifests.errors import FatalError, RecordError, RetryableError, ShardError
 from manifests.manifest import ShardInfo, StageStats
@@ -51,6 +57,8 @@ class TaskSpec:
     target_bytes: int
     row_group_rows: int
     progress: Any = None  # a queue taking (stage name, rows) messages, or None
+    cast: dict = field(default_factory=dict)  # column -> Arrow type name, applied to what the reader yields
+    owner_pid: int = 0  # the run's process, when this task runs in a worker on the same machine
 
     @property
     def prefix(self) -> str:
@@ -87,7 +95,14 @@ class TaskResult:
 def _completed(spec: TaskSpec) -> TaskResult | None:
     if not spec.marker.exists():
         return None
-    result = TaskResult.from_json(spec.marker.read_bytes())
+    try:
+        result = TaskResult.from_json(spec.marker.read_bytes())
+        if result.index != spec.index or result.input_key != spec.input.key:
+            raise ValueError(f"marker is for task {result.index} ({result.input_key})")
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("task %d: ignoring unreadable marker %s (%s); redoing", spec.index, spec.marker.uri, exc)
+        spec.marker.delete()
+        return None
     for info, base in [(s, spec.shards_dir) for s in result.shards] + \
                       [(s, spec.rejects_dir) for s in result.rejects]:
         loc = base.join(info.path.rsplit("/", 1)[-1])
@@ -117,7 +132,43 @@ def _rejects_view(rejects: pa.Table) -> pa.Table:
     return pa.table(cols, schema=REJECTS_SCHEMA)
 
 
+class OwnerGone(RuntimeError):
+    """The run this task works for has died; the task stops without writing anything more."""
+
+
+def _check_owner(spec: TaskSpec) -> None:
+    if spec.owner_pid and spec.owner_pid != os.getpid():
+        try:
+            os.kill(spec.owner_pid, 0)
+        except ProcessLookupError:
+            raise OwnerGone(f"task {spec.index}: the run (pid {spec.owner_pid}) is gone; stopping") from None
+        except PermissionError:
+            pass  # alive, owned by someone else
+
+
+def _apply_cast(table: pa.Table, cast: dict, spec: TaskSpec) -> pa.Table:
+    for name, type_name in cast.items():
+        if name not in table.schema.names:
+            continue
+        i = table.schema.get_field_index(name)
+        target = pa.type_for_alias(type_name)
+        if table.schema.field(i).type == target:
+            continue
+        try:
+            table = table.set_column(i, name, pc.cast(table.column(i), target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise FatalError(f"input {spec.input.key}: cannot cast column {name!r} to {type_name} "
+                             f"as input.cast asks: {exc}") from None
+    return table
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
 def run_task(spec: TaskSpec) -> TaskResult:
+    _check_owner(spec)
     done = _completed(spec)
     if done is not None:
         return done
@@ -146,6 +197,9 @@ def run_task(spec: TaskSpec) -> TaskResult:
     try:
         try:
             for table in reader.read(spec.input, batch_rows=spec.batch_rows, on_record_error=on_record_error):
+                _check_owner(spec)
+                if spec.cast:
+                    table = _apply_cast(table, spec.cast, spec)
                 read_stats.rows_in += table.num_rows
                 read_stats.rows_out += table.num_rows
                 _report(spec, READ_STAGE, table.num_rows)
@@ -165,13 +219,19 @@ def run_task(spec: TaskSpec) -> TaskResult:
             log.error("task %d: %s", spec.index, exc)
             errors.append({"kind": "shard", "input": spec.input.key, "reason": exc.reason,
                            "records_read": exc.records_read})
+        _check_owner(spec)
         shards = writer.close()
         rejects = rejects_writer.close() if rejects_writer is not None else []
-    except RetryableError:
+    except (RetryableError, FatalError, OwnerGone):
         writer.abort()
         if rejects_writer is not None:
             rejects_writer.abort()
         raise
+    except OSError as exc:  # a full disk, a read-only root: one line, no temporary files left
+        writer.abort()
+        if rejects_writer is not None:
+            rejects_writer.abort()
+        raise FatalError(f"task {spec.index} (input {spec.input.key}) failed in {current}: {_one_line(exc)}") from None
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # a bug or a fatal condition (a Rust panic too): stop the run, say where
@@ -186,7 +246,12 @@ def run_task(spec: TaskSpec) -> TaskResult:
         index=spec.index, input_key=spec.input.key, shards=shards, rejects=rejects,
         stats=[read_stats, *stage_stats], errors=errors, seconds=time.perf_counter() - start,
     )
-    spec.marker.write_bytes_atomic(result.to_json().encode())
+    _check_owner(spec)
+    try:
+        spec.marker.write_bytes_atomic(result.to_json().encode())
+    except OSError as exc:
+        raise FatalError(f"task {spec.index} (input {spec.input.key}): cannot write its marker: "
+                         f"{_one_line(exc)}") from None
     return result
 
 

@@ -9,7 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from manifests import Catalog, DatasetVersion, ManifestError, PipelineInfo, StageStats, version_id_of
-from manifests.manifest import MANIFEST_NAME
+from manifests.manifest import DIGEST_FIELD, MANIFEST_NAME, manifest_digest
+
+
+def _resign(mpath, raw):
+    """Write an edited manifest with a recomputed digest: the digest is no secret, so the checks
+    behind it (ids, paths) must hold on their own against someone who re-signs."""
+    raw[DIGEST_FIELD] = manifest_digest(raw)
+    mpath.write_text(json.dumps(raw))
 
 
 def _table(ids, texts=None):
@@ -26,7 +33,8 @@ def test_manifest_holds_the_contract(tmp_path):
     v = cat.write_table("docs", _table(range(3)), pipeline=info, parents=["p0"], stats=stats)
 
     raw = json.loads((tmp_path / "docs" / v.version_id / MANIFEST_NAME).read_text())
-    assert raw["schema_version"] == 1
+    assert raw["schema_version"] == 2
+    assert raw[DIGEST_FIELD] == manifest_digest(raw)
     assert raw["name"] == "docs"
     assert raw["parents"] == ["p0"]
     assert raw["rows"] == 3
@@ -72,7 +80,7 @@ def test_tampered_manifest_hash_is_refused(tmp_path):
     mpath = tmp_path / "docs" / v.version_id / MANIFEST_NAME
     raw = json.loads(mpath.read_text())
     raw["shards"][0]["sha256"] = "0" * 64
-    mpath.write_text(json.dumps(raw))
+    _resign(mpath, raw)
     with pytest.raises(ManifestError, match="does not match its shard hashes"):
         DatasetVersion(str(mpath.parent))
 
@@ -83,7 +91,7 @@ def test_paths_escaping_the_version_are_refused(tmp_path, bad_path):
     mpath = tmp_path / "docs" / v.version_id / MANIFEST_NAME
     raw = json.loads(mpath.read_text())
     raw["shards"][0]["path"] = bad_path
-    mpath.write_text(json.dumps(raw))
+    _resign(mpath, raw)
     with pytest.raises(ManifestError, match="escapes the version directory|must be relative"):
         DatasetVersion(str(mpath.parent))
 
