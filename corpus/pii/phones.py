@@ -1,0 +1,126 @@
+"""Phone numbers in free text, international and national.
+
+A candidate is a run of digit groups joined by separators (space, dot, dash, slash, a bracketed
+area code or "(0)"), with an optional `+`/`00` prefix and extension ("x4587", "ext. 12"). It is
+kept when it has the structure of a phone number or a phone word is near it:
+
+- international (`+44 20 7946 0958`, `0049 30 1234567`, `+4915112345678`): the country code and
+  length must be possible for that country (Google's libphonenumber metadata, `phonenumbers`);
+- national with separators: a trunk prefix (`030 1234567`, `01632 960123`, `03-1234-5678`), a
+  bracketed area code (`(11) 2345-6789`, `8 (495) 123-45-67`) or the North American 3-3-4 shape;
+- anything else (`2345 6789`, `18008608747`, `912 34 56 78`) needs a phone word before it
+  ("tel", "call", "fax", "WhatsApp", "電話", "тел", ...) or right after it ("(mobile)"),
+  except 11-digit North American numbers that start with 1 and a valid area code.
+
+Never a phone: fewer than 7 or more than 15 digits, a date or date-time (`2025-03-11 11:41`), a
+time next to it (`:41`), a range of years, a version ("version 10.0.19041.1"), and numbers right
+after words that name another identifier (ISBN, order, invoice, ...) unless a phone word is also
+there. Boundaries are ASCII, so a number touching CJK text is still found.
+"""
+
+from __future__ import annotations
+
+import re
+
+import phonenumbers
+
+_SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|\s?\(0\)\s?|\s?\(\d{1,5}\)\s?)"
+PHONE = re.compile(
+    r"(?<![0-9A-Za-z_+/.\-])"
+    r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)\s?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
+    r"(?P<ext>\s?(?i:x|ext\.?|extn?\.?|extension|#|доб\.?|内線)\s?\d{1,6})?"
+    r"(?![0-9A-Za-z_]|[.\-/:]\d)"
+)
+
+# Words that announce a phone number (lower case; the window before the number is lower-cased).
+_CUE_BEFORE = re.compile(
+    r"(?:\b(?:tel|tél|tele?phone|téléphone|telefon|telefono|teléfono|telefone|telf|tlf|tfno|phone|phones|ph|"
+    r"mob|mobile|mobil|móvil|cel|cell|cellphone|celular|handy|fax|call|calling|ring|sms|whatsapp|viber|"
+    r"telegram|contact|contacts|contacting|hotline|helpline|dial|dialing|toll[- ]free|freephone|office|"
+    r"appointments?|reservations?|enquiries|inquiries|bookings?|tel\.|ph\.|fon|rufnummer|numéro de téléphone)\b"
+    r"|(?:^|[\s(|,;])[tpmfoch]\s?:\s*$|電話|电话|手机|手機|携帯|연락처|전화|тел|моб|факс|☎|📞|✆|📱)"
+)
+_CUE_AFTER = re.compile(r"^\s?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
+_OTHER_ID = re.compile(
+    r"\b(?:isbn|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
+    r"tracking|zip|postcode|postal|lot|item|model|part|vat|ein|tax|registration|reg|abn|acn|siret|siren|"
+    r"routing|swift|bic|iban|version|ver|release|build|firmware|kernel|rev|revision|v)\W{0,3}$"
+    r"|[#№$€£¥]\s?$"
+)
+_VERSION = re.compile(r"\b(?:version|ver|release|build|firmware|v)\W{0,2}$")
+
+
+def _is_year(g: str) -> bool:
+    return len(g) == 4 and ("1900" <= g <= "2099")
+
+
+def _is_date(groups: list[str]) -> bool:
+    """Some three consecutive groups read as Y-M-D, D-M-Y or M-D-Y with a 4-digit year."""
+    for a, b, c in zip(groups, groups[1:], groups[2:]):
+        if _is_year(a) and len(b) <= 2 and len(c) <= 2 and 1 <= int(b) <= 12 and 1 <= int(c) <= 31:
+            return True
+        if _is_year(c) and len(a) <= 2 and len(b) <= 2 and 1 <= int(a) <= 31 and 1 <= int(b) <= 31 \
+                and min(int(a), int(b)) <= 12:
+            return True
+    return False
+
+
+def _possible_international(num: str) -> bool:
+    s = num.strip()
+    if s.startswith("00"):
+        s = "+" + s[2:]
+    s = s.replace("(+", "+").replace("( +", "+")
+    try:
+        parsed = phonenumbers.parse(s, None)
+    except phonenumbers.NumberParseException:
+        return False
+    return phonenumbers.is_possible_number(parsed)
+
+
+def _national_structure(num: str, groups: list[str], n_digits: int) -> bool:
+    if len(groups) < 2:  # no separators: only 1-NXX-NXX-XXXX (e.g. 18008608747)
+        return n_digits == 11 and groups[0][0] == "1" and groups[0][1] in "23456789"
+    if "(" in num and re.search(r"\(\d{2,5}\)", num) and n_digits >= 8:
+        return True  # bracketed area code
+    lens = [len(g) for g in groups]
+    if lens[-3:] == [3, 3, 4] and n_digits in (10, 11) and (n_digits == 10 or groups[0] == "1"):
+        return True  # North American 3-3-4
+    first = groups[0]
+    if first[0] == "0" and 9 <= n_digits <= 13 and (2 <= len(first) <= 6 or (first == "0" and n_digits >= 10)):
+        return first != "00"  # national trunk prefix + 1-5 digit area code
+    return False
+
+
+def phone_spans(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, has_cue) of the phone numbers in text."""
+    out = []
+    for m in PHONE.finditer(text):
+        num = m.group("num")
+        groups = re.findall(r"\d+", num)
+        n_digits = sum(map(len, groups))
+        if not 7 <= n_digits <= 15:
+            continue
+        start, end = m.start(), m.end()
+        if start >= 2 and text[start - 1] == ":" and text[start - 2].isdigit():
+            continue  # 11:41 2025 ...
+        if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):
+            continue
+        if all(_is_year(g) for g in groups):
+            continue
+        before = text[max(0, start - 60):start].lower()
+        if "\n" in before:
+            before = before[before.rindex("\n") + 1:]
+        cue = bool(_CUE_BEFORE.search(before)) or bool(_CUE_AFTER.match(text[end:end + 16].lower()))
+        near = before[-16:]
+        if not cue and _OTHER_ID.search(near):
+            continue
+        if _VERSION.search(near) and "." in num:
+            continue
+        international = num.startswith(("+", "(+", "( +")) or (num.startswith("00") and num[2:3] not in ("0", ""))
+        if international:
+            ok = 8 <= n_digits <= 15 and _possible_international(num)
+        else:
+            ok = n_digits <= 13 and _national_structure(num, groups, n_digits)
+        if ok or cue:
+            out.append((start, end, cue))
+    return out
