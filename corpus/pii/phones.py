@@ -32,14 +32,16 @@ PHONE = re.compile(
     r"(?![0-9A-Za-z_]|[.\-/:]\d)"
 )
 
-# Words that announce a phone number (lower case; the window before the number is lower-cased).
-_CUE_BEFORE = re.compile(
+# Words that announce a phone number (lower case; the window before the number is lower-cased):
+# nouns within 60 characters, verbs ("call", "ring") within 25.
+_CUE_NOUN = re.compile(
     r"(?:\b(?:tel|tél|tele?phone|téléphone|telefon|telefono|teléfono|telefone|telf|tlf|tfno|phone|phones|ph|"
-    r"mob|mobile|mobil|móvil|cel|cell|cellphone|celular|handy|fax|call|calling|ring|sms|whatsapp|viber|"
-    r"telegram|contact|contacts|contacting|hotline|helpline|dial|dialing|toll[- ]free|freephone|office|"
-    r"appointments?|reservations?|enquiries|inquiries|bookings?|tel\.|ph\.|fon|rufnummer|numéro de téléphone)\b"
+    r"mob|mobile|mobil|móvil|cel|cell|cellphone|celular|handy|fax|sms|whatsapp|viber|telegram|hotline|helpline|"
+    r"toll[- ]free|freephone|rufnummer|contact|contacts)\b"
     r"|(?:^|[\s(|,;])[tpmfoch]\s?:\s*$|電話|电话|手机|手機|携帯|연락처|전화|тел|моб|факс|☎|📞|✆|📱)"
 )
+_CUE_VERB = re.compile(r"\b(?:call|calling|ring|dial|dialing|text|reach|contacting|office|appointments?|"
+                       r"reservations?|enquiries|inquiries|bookings?)\b")
 _CUE_AFTER = re.compile(r"^\s?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
 _OTHER_ID = re.compile(
     r"\b(?:isbn|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
@@ -51,7 +53,7 @@ _VERSION = re.compile(r"\b(?:version|ver|release|build|firmware|v)\W{0,2}$")
 
 
 def _is_year(g: str) -> bool:
-    return len(g) == 4 and ("1900" <= g <= "2099")
+    return len(g) == 4 and ("1000" <= g <= "2099")
 
 
 def _is_date(groups: list[str]) -> bool:
@@ -110,10 +112,13 @@ def phone_spans(text: str) -> list[tuple[int, int, bool]]:
         before = text[max(0, start - 60):start].lower()
         if "\n" in before:
             before = before[before.rindex("\n") + 1:]
-        cue = bool(_CUE_BEFORE.search(before)) or bool(_CUE_AFTER.match(text[end:end + 16].lower()))
         near = before[-16:]
-        if not cue and _OTHER_ID.search(near):
+        cue = bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before[-25:])
+                   or _CUE_AFTER.match(text[end:end + 16].lower()))
+        if _OTHER_ID.search(near) and not (_CUE_NOUN.search(near) or _CUE_VERB.search(near)):
             continue
+        if n_digits == 13 and groups[0][:3] in ("978", "979") and len(groups) in (1, 4, 5):
+            continue  # ISBN-13 shape
         if _VERSION.search(near) and "." in num:
             continue
         international = num.startswith(("+", "(+", "( +")) or (num.startswith("00") and num[2:3] not in ("0", ""))

@@ -55,7 +55,7 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     ("databricks_token", r"(?<![A-Za-z0-9])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])", 1, "key"),
     ("azure_storage_key", r"AccountKey=([A-Za-z0-9+/]{86}==)", 1, "key"),
     ("jwt", r"(?<![A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})", 1, "key"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[]",
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[]",
      1, "password"),
     ("bearer_token", r"(?i:\b(?:bearer|token)\s+)([A-Za-z0-9\-._~+/]{20,}=*)(?![A-Za-z0-9\-._~+/=])", 1, "key"),
 ]]
@@ -73,8 +73,9 @@ _NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|l
                                r"required|enabled|reset|confirm|confirmation|changed|rule|rules|validator)$")
 
 _ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_])(?:#define\s+)?(?P<name>[A-Za-z_$@][A-Za-z0-9_.\-]{1,60})[\"']?"
-    r"\s*(?:(?::\s*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?\s*)?=(?![=>~])|:=|=>|:(?![:/])|(?<=[\"'])\s*,|\s(?=\s*[\"']))\s*"
+    r"(?<![A-Za-z0-9_])(?:#define\s+)?(?P<name>[A-Za-z_$@][A-Za-z0-9_.\-]{1,60})[\"']?\]?(?:\[\d*\])?"
+    r"\s*(?:(?::\s*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?\s*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
+    r"|(?<=[\"'])\s*,|\s(?=\s*[\"']))\s*"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<val>[^\"'`\n\\]{1,300})(?P=q)|(?P<bare>[A-Za-z0-9!@#%^&*+/=_.\-~]{6,300})(?=[\s,;]|$))"
 )
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.]{1,40})>(?P<val>[^<\s]{4,300})</(?P=name)>")
