@@ -24,10 +24,10 @@ import re
 
 import phonenumbers
 
-_SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|\s?\(0\)\s?|\s?\(\d{1,5}\)\s?)"
+_SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|[\s.\-]?\(\d{1,5}\)[\s.\-]?)"
 PHONE = re.compile(
     r"(?<![0-9A-Za-z_+/.\-])"
-    r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)\s?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
+    r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)[\s.\-]?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
     r"(?P<ext>\s?(?i:x|ext\.?|extn?\.?|extension|#|доб\.?|内線)\s?\d{1,6})?"
     r"(?![0-9A-Za-z_]|[.\-/:]\d)"
 )
@@ -35,7 +35,7 @@ PHONE = re.compile(
 # Words that announce a phone number (lower case; the window before the number is lower-cased):
 # nouns within 60 characters, verbs ("call", "ring") within 25.
 _CUE_NOUN = re.compile(
-    r"(?:\b(?:tel|tél|tele?phone|téléphone|telefon|telefono|teléfono|telefone|telf|tlf|tfno|phone|phones|ph|"
+    r"(?:\b(?:tel(?! aviv)|tél|tele?phone|téléphone|telefon|telefono|teléfono|telefone|telf|tlf|tfno|phone|phones|ph|"
     r"mob|mobile|mobil|móvil|cel|cell|cellphone|celular|handy|fax|sms|whatsapp|viber|telegram|hotline|helpline|"
     r"toll[- ]free|freephone|rufnummer|contact|contacts)\b"
     r"|(?:^|[\s(|,;])[tpmfoch]\s?:\s*$|電話|电话|手机|手機|携帯|연락처|전화|тел|моб|факс|☎|📞|✆|📱)"
@@ -44,12 +44,15 @@ _CUE_VERB = re.compile(r"\b(?:call|calling|ring|dial|dialing|text|reach|contacti
                        r"reservations?|enquiries|inquiries|bookings?)\b")
 _CUE_AFTER = re.compile(r"^\s?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
 _OTHER_ID = re.compile(
-    r"\b(?:isbn|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
+    r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
     r"tracking|zip|postcode|postal|lot|item|model|part|vat|ein|tax|registration|reg|abn|acn|siret|siren|"
     r"routing|swift|bic|iban|version|ver|release|build|firmware|kernel|rev|revision|v)\W{0,3}$"
     r"|[#№$€£¥]\s?$"
 )
 _VERSION = re.compile(r"\b(?:version|ver|release|build|firmware|v)\W{0,2}$")
+
+
+_TOLL_FREE = frozenset("800 888 877 866 855 844 833 1800 1300 0800 0808 0500 1-800".split())
 
 
 def _is_year(g: str) -> bool:
@@ -80,17 +83,29 @@ def _possible_international(num: str) -> bool:
 
 
 def _national_structure(num: str, groups: list[str], n_digits: int) -> bool:
-    if len(groups) < 2:  # no separators: only 1-NXX-NXX-XXXX (e.g. 18008608747)
-        return n_digits == 11 and groups[0][0] == "1" and groups[0][1] in "23456789"
+    first = groups[0]
+    if len(groups) < 2:  # no separators: 1-NXX-NXX-XXXX (18008608747), toll free, or a trunk prefix
+        if n_digits == 11 and first[0] == "1" and first[1] in "23456789":
+            return True
+        if n_digits == 10 and first[:3] in _TOLL_FREE:
+            return True
+        return n_digits in (10, 11) and first[0] == "0" and first[1] != "0" and len(set(first)) > 3
+    if first in _TOLL_FREE and n_digits >= 7:
+        return True
     if "(" in num and re.search(r"\(\d{2,5}\)", num) and n_digits >= 8:
         return True  # bracketed area code
     lens = [len(g) for g in groups]
     if lens[-3:] == [3, 3, 4] and n_digits in (10, 11) and (n_digits == 10 or groups[0] == "1"):
         return True  # North American 3-3-4
-    first = groups[0]
     if first[0] == "0" and 9 <= n_digits <= 13 and (2 <= len(first) <= 6 or (first == "0" and n_digits >= 10)):
         return first != "00"  # national trunk prefix + 1-5 digit area code
     return False
+
+
+def has_phone_cue(text: str, start: int) -> bool:
+    """A phone word in the 25 characters before `start`."""
+    before = text[max(0, start - 25):start].lower()
+    return bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before))
 
 
 def phone_spans(text: str) -> list[tuple[int, int, bool]]:
@@ -99,8 +114,8 @@ def phone_spans(text: str) -> list[tuple[int, int, bool]]:
     for m in PHONE.finditer(text):
         num = m.group("num")
         groups = re.findall(r"\d+", num)
-        n_digits = sum(map(len, groups))
-        if not 7 <= n_digits <= 15:
+        n_digits = sum(map(len, groups)) - 2 * num.startswith("00")
+        if not 5 <= n_digits <= 15:
             continue
         start, end = m.start(), m.end()
         if start >= 2 and text[start - 1] == ":" and text[start - 2].isdigit():
@@ -119,13 +134,25 @@ def phone_spans(text: str) -> list[tuple[int, int, bool]]:
             continue
         if n_digits == 13 and groups[0][:3] in ("978", "979") and len(groups) in (1, 4, 5):
             continue  # ISBN-13 shape
+        if n_digits in (10, 13) and len(groups) >= 4 and len(groups[-1]) == 1 and "-" in num and " " not in num:
+            continue  # ISBN-10 shape (0-306-40615-2)
         if _VERSION.search(near) and "." in num:
             continue
         international = num.startswith(("+", "(+", "( +")) or (num.startswith("00") and num[2:3] not in ("0", ""))
         if international:
-            ok = 8 <= n_digits <= 15 and _possible_international(num)
+            ok = 6 <= n_digits <= 15 and _possible_international(num)
+            while not ok and len(groups) > 2 and n_digits - len(groups[-1]) >= 6:
+                # a run may join a number to its neighbour ("+678 591 2090 2204 ...")
+                n_digits -= len(groups.pop())
+                last = list(re.finditer(r"\d+", num))[-1]
+                num = num[:last.start()].rstrip(" .-/\u00a0(")
+                end = start + len(num)
+                ok = _possible_international(num)
         else:
             ok = n_digits <= 13 and _national_structure(num, groups, n_digits)
+        if n_digits < 7:  # short numbers (small countries, short codes) only right after a phone word
+            if not ((international and ok) or (has_phone_cue(text, start) and num.count(".") != 1)):
+                continue
         if ok or cue:
             out.append((start, end, cue))
     return out

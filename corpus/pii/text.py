@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .checks import IBAN_LENGTHS, card_network, iban_ok, ssn_ok
-from .phones import phone_spans
+from .phones import has_phone_cue, phone_spans
 
 CATEGORIES = ("iban", "card", "ssn", "email", "ip", "phone")  # priority order for overlaps
 PLACEHOLDERS = {"email": "<EMAIL>", "phone": "<PHONE>", "ip": "<IP_ADDRESS>", "card": "<CARD_NUMBER>",
@@ -36,15 +36,14 @@ _TEST_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|inv
 
 _IPV4 = re.compile(r"(?<![0-9A-Za-z_.\-])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                    r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![0-9A-Za-z_]|\.\d)")
-_IPV6 = re.compile(r"(?<![0-9A-Za-z_:])(?:[0-9A-Fa-f]{1,4}:){2,7}(?::|[0-9A-Fa-f]{1,4}|(?::[0-9A-Fa-f]{1,4}){1,6})"
-                   r"(?![0-9A-Za-z_:])|(?<![0-9A-Za-z_:])::(?:[0-9A-Fa-f]{1,4}:){0,6}[0-9A-Fa-f]{1,4}(?![0-9A-Za-z_:])")
+_IPV6 = re.compile(r"(?<![0-9A-Za-z_:.])(?=[0-9A-Fa-f]*:[0-9A-Fa-f]*:)[0-9A-Fa-f:]{3,39}(?![0-9A-Za-z_:])")
 _IP_NOT = re.compile(r"\b(?:v|ver|version|versions|release|released|build|firmware|kernel|rev|revision|patch|"
                      r"update|sdk|chrome|firefox|android|ios|windows|macos|oid|object identifier|arc|mib|snmp|"
                      r"section|chapter|rule|clause|article|table|figure|fig)\W{0,3}$|urn:oid:$")
 _IP_CUE = re.compile(r"\b(?:ip|ips|ipv4|address|addr|server|host|hostname|dns|gateway|ping|nameserver|resolver|"
                      r"from|src|dst|client|proxy|router|subnet|connect|connected|login|logged)\b")
 
-_CARD = re.compile(r"(?<![0-9A-Za-z_.\-])\d(?:[ \-]?\d){11,18}(?![0-9A-Za-z_]|[.\-]\d)")
+_CARD = re.compile(r"(?<![0-9A-Za-z_.\-+])\d(?:[ \-]?\d){11,40}(?![0-9A-Za-z_]|[.\-]\d)")
 _CARD_CUE = re.compile(r"\b(?:cards?|credit|debit|visa|master\s?card|amex|american express|discover|jcb|maestro|"
                        r"diners|unionpay|mir|rupay|cc|ccn|cvv|cvc|pan|payment|paid|pay|kreditkarte|karte|carte|"
                        r"tarjeta|cartão|carta)\b|カード|卡号|卡號|карт")
@@ -84,9 +83,10 @@ def _window(text: str, start: int, n: int = 40) -> str:
 
 
 def _iban_spans(text: str):
-    for m in _IBAN.finditer(text):
-        country = m.group()[:2].upper()
-        length = IBAN_LENGTHS.get(country)
+    pos = 0
+    while m := _IBAN.search(text, pos):
+        pos = m.start() + 2
+        length = IBAN_LENGTHS.get(m.group()[:2].upper())
         if length is None:
             continue
         chars, end = 0, m.start()
@@ -98,7 +98,27 @@ def _iban_spans(text: str):
                     break
         if chars == length and not (end < len(text) and text[end].isascii() and text[end].isalnum()) \
                 and iban_ok(text[m.start():end]):
+            pos = end
             yield m.start(), end
+
+
+def _card_spans(text: str):
+    """Runs of digit groups; the longest contiguous groups that make a card (a run may join a
+    card to a neighbouring number: "exp 04/27 2131 965372 13836")."""
+    for m in _CARD.finditer(text):
+        parts = [(m.start() + g.start(), m.start() + g.end()) for g in re.finditer(r"\d+", m.group())]
+        i = 0
+        while i < len(parts):
+            for j in range(len(parts), i, -1):
+                start, end = parts[i][0], parts[j - 1][1]
+                digits = re.sub(r"\D", "", text[start:end])
+                if len(digits) < 12:
+                    j = i
+                    break
+                if len(digits) <= 19 and card_network(digits):
+                    yield start, end
+                    break
+            i = j if j > i else i + 1
 
 
 def _ip_spans(text: str):
@@ -107,8 +127,10 @@ def _ip_spans(text: str):
             before = _window(text, m.start(), 30)
             if _IP_NOT.search(before[-20:]):
                 continue
-            if all(len(o) == 1 for o in m.group().split(".")) and not _IP_CUE.search(before):
-                continue  # "2.8.1.1" reads as a version unless the text says it is an address
+            octets = m.group().split(".")
+            if not _IP_CUE.search(before) and (all(len(o) == 1 for o in octets)
+                                               or all(len(o) <= 2 for o in octets) and has_phone_cue(text, m.start())):
+                continue  # "2.8.1.1" reads as a version, "Tel 20.49.19.33" as a phone, unless the text says IP
             yield m.start(), m.end()
     if "::" in text or text.count(":") >= 3:
         for m in _IPV6.finditer(text):
@@ -116,8 +138,8 @@ def _ip_spans(text: str):
                 ipaddress.ip_address(m.group())
             except ValueError:
                 continue
-            if m.group().count(":") >= 3 or "::" in m.group():
-                yield m.start(), m.end()
+            if m.group().count(":") == 7 or sum(bool(g) for g in m.group().split(":")) >= 3:
+                yield m.start(), m.end()  # full, or compressed with 3+ groups ("a::b" is not an address)
 
 
 def _candidates(text: str, categories):
@@ -130,12 +152,10 @@ def _candidates(text: str, categories):
         for start, end in _iban_spans(text):
             yield Span(start, end, "iban")
     if "card" in categories:
-        for m in _CARD.finditer(text):
-            digits = re.sub(r"\D", "", m.group())
-            if card_network(digits):
-                groups = tuple(len(g) for g in re.split(r"[ \-]", m.group()))
-                strong = groups in _CARD_GROUPINGS or bool(_CARD_CUE.search(_window(text, m.start())))
-                yield Span(m.start(), m.end(), "card", strong)
+        for start, end in _card_spans(text):
+            groups = tuple(len(g) for g in re.split(r"[ \-]", text[start:end]))
+            strong = groups in _CARD_GROUPINGS or bool(_CARD_CUE.search(_window(text, start)))
+            yield Span(start, end, "card", strong)
     if "ssn" in categories:
         for m in _SSN_DASHED.finditer(text):
             if ssn_ok(*m.groups()):
