@@ -32,6 +32,8 @@ PHONE = re.compile(
     r"(?![0-9A-Za-z_]|[.\-/:]\d)"
 )
 
+_CLUSTER = re.compile(r"\d[\d \-.()/\u00a0–+:]*")
+
 # Words that announce a phone number (lower case; the window before the number is lower-cased):
 # nouns within 60 characters, verbs ("call", "ring") within 25.
 _CUE_NOUN = re.compile(
@@ -108,10 +110,29 @@ def has_phone_cue(text: str, start: int) -> bool:
     return bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before))
 
 
-def phone_spans(text: str) -> list[tuple[int, int, bool]]:
+def digit_windows(text: str, min_len: int = 4) -> list[tuple[int, int]]:
+    """Merged (start, end) around runs of digits joined by phone/card separators: the only places
+    the number patterns can match, so the slower patterns scan these instead of the whole text."""
+    out: list[tuple[int, int]] = []
+    for m in _CLUSTER.finditer(text):
+        if m.end() - m.start() >= min_len:
+            start, end = max(0, m.start() - 3), min(len(text), m.end() + 12)  # room for " ext. 214"
+            if out and start <= out[-1][1]:
+                out[-1] = (out[-1][0], end)
+            else:
+                out.append((start, end))
+    return out
+
+
+def iter_windows(pattern: re.Pattern, text: str, windows):
+    for start, end in windows:
+        yield from pattern.finditer(text, start, end)
+
+
+def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
     """(start, end, has_cue) of the phone numbers in text."""
     out = []
-    for m in PHONE.finditer(text):
+    for m in iter_windows(PHONE, text, digit_windows(text) if windows is None else windows):
         num = m.group("num")
         groups = re.findall(r"\d+", num)
         n_digits = sum(map(len, groups)) - 2 * num.startswith("00")

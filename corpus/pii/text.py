@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .checks import IBAN_LENGTHS, card_network, iban_ok, ssn_ok
-from .phones import has_phone_cue, phone_spans
+from .phones import digit_windows, has_phone_cue, iter_windows, phone_spans
 
 CATEGORIES = ("iban", "card", "ssn", "email", "ip", "phone")  # priority order for overlaps
 PLACEHOLDERS = {"email": "<EMAIL>", "phone": "<PHONE>", "ip": "<IP_ADDRESS>", "card": "<CARD_NUMBER>",
@@ -37,6 +37,7 @@ _TEST_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|inv
 _IPV4 = re.compile(r"(?<![0-9A-Za-z_.\-])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                    r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![0-9A-Za-z_]|\.\d)")
 _IPV6 = re.compile(r"(?<![0-9A-Za-z_:.])(?=[0-9A-Fa-f]*:[0-9A-Fa-f]*:)[0-9A-Fa-f:]{3,39}(?![0-9A-Za-z_:])")
+_HEX_COLONS = re.compile(r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:")
 _IP_NOT = re.compile(r"\b(?:v|ver|version|versions|release|released|build|firmware|kernel|rev|revision|patch|"
                      r"update|sdk|chrome|firefox|android|ios|windows|macos|oid|object identifier|arc|mib|snmp|"
                      r"section|chapter|rule|clause|article|table|figure|fig)\W{0,3}$|urn:oid:$")
@@ -54,7 +55,8 @@ _SSN_DASHED = re.compile(r"(?<![0-9A-Za-z_\-])(\d{3})-(\d{2})-(\d{4})(?![0-9A-Za
 _SSN_OTHER = re.compile(r"(?<![0-9A-Za-z_\-])(\d{3}) ?(\d{2}) ?(\d{4})(?![0-9A-Za-z_\-])")
 _SSN_CUE = re.compile(r"\b(?:ssn|ssns|social security|soc\.? ?sec\.?|ss ?#|ss no|ssa|taxpayer id)")
 
-_IBAN = re.compile(r"(?<![0-9A-Za-z_])[A-Za-z]{2}\d{2}[ \-]?[A-Za-z0-9]{2}(?:[ \-]?[A-Za-z0-9]){8,30}")
+# Found by its check digits first (a cheap scan for digits), then the two letters before them.
+_IBAN = re.compile(r"\d\d(?<=[A-Za-z]{2}\d\d)(?<![0-9A-Za-z_][A-Za-z]{2}\d\d)[ \-]?[A-Za-z0-9]{2}(?:[ \-]?[A-Za-z0-9]){8,30}")
 
 
 @dataclass(frozen=True)
@@ -85,27 +87,28 @@ def _window(text: str, start: int, n: int = 40) -> str:
 def _iban_spans(text: str):
     pos = 0
     while m := _IBAN.search(text, pos):
+        begin = m.start() - 2
         pos = m.start() + 2
-        length = IBAN_LENGTHS.get(m.group()[:2].upper())
+        length = IBAN_LENGTHS.get(text[begin:m.start()].upper())
         if length is None:
             continue
-        chars, end = 0, m.start()
-        for i in range(m.start(), m.end()):  # exactly the country's length in characters, ignoring separators
+        chars, end = 0, begin
+        for i in range(begin, m.end()):  # exactly the country's length in characters, ignoring separators
             if text[i].isalnum():
                 chars += 1
                 if chars == length:
                     end = i + 1
                     break
         if chars == length and not (end < len(text) and text[end].isascii() and text[end].isalnum()) \
-                and iban_ok(text[m.start():end]):
+                and iban_ok(text[begin:end]):
             pos = end
-            yield m.start(), end
+            yield begin, end
 
 
-def _card_spans(text: str):
+def _card_spans(text: str, windows):
     """Runs of digit groups; the longest contiguous groups that make a card (a run may join a
     card to a neighbouring number: "exp 04/27 2131 965372 13836")."""
-    for m in _CARD.finditer(text):
+    for m in iter_windows(_CARD, text, windows):
         parts = [(m.start() + g.start(), m.start() + g.end()) for g in re.finditer(r"\d+", m.group())]
         i = 0
         while i < len(parts):
@@ -121,9 +124,9 @@ def _card_spans(text: str):
             i = j if j > i else i + 1
 
 
-def _ip_spans(text: str):
+def _ip_spans(text: str, windows):
     if "." in text:
-        for m in _IPV4.finditer(text):
+        for m in iter_windows(_IPV4, text, windows):
             before = _window(text, m.start(), 30)
             if _IP_NOT.search(before[-20:]):
                 continue
@@ -132,7 +135,7 @@ def _ip_spans(text: str):
                                                or all(len(o) <= 2 for o in octets) and has_phone_cue(text, m.start())):
                 continue  # "2.8.1.1" reads as a version, "Tel 20.49.19.33" as a phone, unless the text says IP
             yield m.start(), m.end()
-    if "::" in text or text.count(":") >= 3:
+    if "::" in text or _HEX_COLONS.search(text):
         for m in _IPV6.finditer(text):
             try:
                 ipaddress.ip_address(m.group())
@@ -146,28 +149,32 @@ def _candidates(text: str, categories):
     if "email" in categories:
         for start, end in email_spans(text):
             yield Span(start, end, "email")
-    if not any(c.isdigit() for c in text):
+    windows = digit_windows(text)
+    if not windows:
+        if "ip" in categories and "::" in text:
+            for start, end in _ip_spans(text, windows):
+                yield Span(start, end, "ip")
         return
     if "iban" in categories:
         for start, end in _iban_spans(text):
             yield Span(start, end, "iban")
     if "card" in categories:
-        for start, end in _card_spans(text):
+        for start, end in _card_spans(text, windows):
             groups = tuple(len(g) for g in re.split(r"[ \-]", text[start:end]))
             strong = groups in _CARD_GROUPINGS or bool(_CARD_CUE.search(_window(text, start)))
             yield Span(start, end, "card", strong)
     if "ssn" in categories:
-        for m in _SSN_DASHED.finditer(text):
+        for m in iter_windows(_SSN_DASHED, text, windows):
             if ssn_ok(*m.groups()):
                 yield Span(m.start(), m.end(), "ssn", bool(_SSN_CUE.search(_window(text, m.start()))))
-        for m in _SSN_OTHER.finditer(text):
+        for m in iter_windows(_SSN_OTHER, text, windows):
             if "-" not in m.group() and ssn_ok(*m.groups()) and _SSN_CUE.search(_window(text, m.start(), 30)):
                 yield Span(m.start(), m.end(), "ssn", True)
     if "ip" in categories:
-        for start, end in _ip_spans(text):
+        for start, end in _ip_spans(text, windows):
             yield Span(start, end, "ip")
     if "phone" in categories:
-        for start, end, _ in phone_spans(text):
+        for start, end, _ in phone_spans(text, windows):
             yield Span(start, end, "phone")
 
 
