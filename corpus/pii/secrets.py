@@ -74,10 +74,13 @@ _NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|l
 
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_])(?:#define\s+)?(?P<name>[A-Za-z_$@][A-Za-z0-9_.\-]{1,60})[\"']?\]?(?:\[\d*\])?"
-    r"\s*(?:(?::\s*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?\s*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
-    r"|(?<=[\"'])\s*,|\s(?=\s*[\"']))\s*"
+    r"(?P<op>\s*(?:(?::\s*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?\s*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
+    r"|(?<=[\"'])\s*,|\s(?=\s*[\"']))\s*)"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<val>[^\"'`\n\\]{1,300})(?P=q)|(?P<bare>[A-Za-z0-9!@#%^&*+/=_.\-~]{6,300})(?=[\s,;]|$))"
 )
+_BARE_VALUE = re.compile(r"[0-9!@#%^&*+/=]")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.]{1,40})>(?P<val>[^<\s]{4,300})</(?P=name)>")
 
 _PLACEHOLDER_WORDS = re.compile(
@@ -118,6 +121,8 @@ def placeholder_reason(value: str) -> str | None:
         return "placeholder"
     if _TEMPLATE.search(v) or _PLACEHOLDER_WORDS.search(v) or _WEAK_DEFAULT.match(v):
         return "placeholder"
+    if _REGEX_OR_CODE.search(v):
+        return "label"  # a pattern or an expression, not a value
     if "EXAMPLE" in v:
         return "placeholder"  # AWS's documented example keys
     return None
@@ -176,6 +181,9 @@ def find_secrets(text: str, kinds: frozenset[str] | None = None) -> tuple[list[S
         for pattern in (_ASSIGN, _XML):
             for m in pattern.finditer(text):
                 value = m.group("val") if m.group("val") is not None else m.group("bare")
+                if m.group("val") is None and (m.group("op").strip() in ("", ",") or not _BARE_VALUE.search(value)
+                                               or _DOTTED_NAME.match(value)):
+                    continue  # unquoted values only in config syntax (KEY=value, key: value), never a type or name
                 kind, reason = _judge_assignment(m.group("name"), value)
                 if reason:
                     skipped[f"secret_skipped_{reason}"] += 1
