@@ -61,11 +61,13 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
 ]]
 
 # Credential-like names: one of these words as a component of the identifier (snake, kebab, dotted or camel).
-_PASSWORD_NAME = re.compile(r"(?:^|_)(?:pass|password|passwd|passphrase|pwd|pw|passwort|contrasena|senha|motdepasse)(?:_|$)")
+_PASSWORD_NAME = re.compile(r"(?:^|_)(?:pass|password|passwd|passphrase|pwd|pw|passwort|contrasena|senha|motdepasse)(?:_|$)"
+                            r"|(?:password|passwd|pwd)$")
 _TOKEN_NAME = re.compile(r"(?:^|_)(?:secret|secrets|token|tokens|apikey|api_key|access_key|accesskey|private_key|"
                          r"privatekey|secret_key|secretkey|auth_key|authkey|signing_key|encryption_key|master_key|"
                          r"session_key|app_key|consumer_key|client_secret|credentials?|auth|bearer|webhook_secret|"
-                         r"api_secret|access_token|refresh_token|auth_token|license_key|sas)(?:_|$)")
+                         r"api_secret|access_token|refresh_token|auth_token|license_key|sas)(?:_|$)"
+                         r"|(?:secret|token|apikey|secretkey|privatekey|accesskey)$")
 _NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|len|type|field|label|header|env|var|"
                                r"prompt|hint|regex|pattern|endpoint|dir|count|min|max|policy|expiry|expires|timeout|"
                                r"ttl|prefix|suffix|format|mode|method|scope|scopes|source|location|help|text|message|"
@@ -74,8 +76,8 @@ _NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|l
 
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_])(?:#define\s+)?(?P<name>[A-Za-z_$@][A-Za-z0-9_.\-]{1,60})[\"']?\]?(?:\[\d*\])?"
-    r"(?P<op>\s*(?:(?::\s*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?\s*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
-    r"|(?<=[\"'])\s*,|\s(?=\s*[\"']))\s*)"
+    r"(?P<op>[ \t]*(?:(?::[ \t]*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?[ \t]*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
+    r"|(?<=[\"'])[ \t]*,|[ \t](?=[ \t]*[\"']))[ \t]*)"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<val>[^\"'`\n\\]{1,300})(?P=q)|(?P<bare>[A-Za-z0-9!@#%^&*+/=_.\-~]{6,300})(?=[\s,;]|$))"
 )
 _BARE_VALUE = re.compile(r"[0-9!@#%^&*+/=]")
@@ -89,7 +91,7 @@ _PLACEHOLDER_WORDS = re.compile(
 _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|changeme|admin|root|test|testing|default|"
                            r"token|key|apikey|foo|bar|baz|qwerty|letmein|guest|user|demo|none|null|undefined|"
                            r"true|false)[\d!._-]{0,4}$")
-_TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(|%s|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
+_TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
 _IDENTIFIER = re.compile(r"^[a-z]+(?:[_\-.:][a-z]+\d?)+$|^[A-Z]+(?:_[A-Z]+\d?)+$|^[a-z]+(?:[A-Z][a-z]+)+$|"
                          r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*$|^[a-z]+$")  # labels, keys, env var names

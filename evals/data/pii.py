@@ -143,7 +143,7 @@ def build(args):
         lang = _pii_code.LANG[Path(name).suffix]
         planted, pos, _neg = _pii_code.plant(text, lang, rng, args.code_per_file, 2)
         truth = [(s, e, "email" if f == "email" else "secret") for s, e, f in pos]
-        for value in code_labels.get(name, []):
+        for value in code_labels:
             truth += [(m.start(), m.end(), "email") for m in re.finditer(re.escape(value), planted)]
         code_texts.append(planted)
         code_truths.append(truth)
