@@ -44,6 +44,7 @@ _CUE_NOUN = re.compile(
 )
 _CUE_VERB = re.compile(r"\b(?:call|calling|ring|dial|dialing|text|reach|contacting|office|appointments?|"
                        r"reservations?|enquiries|inquiries|bookings?)\b")
+_SHORT_CUE = re.compile(r"(?:\b(?:tel|phone|call|dial|fax|mobile|ring|hotline|whatsapp)\b|电话|電話|тел)[\W\s]*$")
 _CUE_AFTER = re.compile(r"^\s?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
 _OTHER_ID = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
@@ -91,12 +92,16 @@ def _national_structure(num: str, groups: list[str], n_digits: int) -> bool:
             return True
         if n_digits == 10 and first[:3] in _TOLL_FREE:
             return True
-        return n_digits in (10, 11) and first[0] == "0" and first[1] != "0" and len(set(first)) > 3
-    if first in _TOLL_FREE and n_digits >= 7:
+        return 9 <= n_digits <= 11 and first[0] == "0" and first[1] != "0" and len(set(first)) > 3
+    if first in _TOLL_FREE and n_digits >= 9 + (len(first) == 3):
         return True
     if "(" in num and re.search(r"\(\d{2,5}\)", num) and n_digits >= 8:
         return True  # bracketed area code
     lens = [len(g) for g in groups]
+    if first == "8" and n_digits == 11 and len(groups) >= 3:
+        return True  # Russian/Kazakh trunk prefix 8 (8 912 345 67 89)
+    if len(groups) == 3 and lens[1:] in ([4, 4], [5, 4]) and 10 <= n_digits <= 11 and "-" in num:
+        return True  # East Asian and Brazilian X-XXXX-XXXX (03-1234-5678, 010-1234-5678, 11 91234-5678)
     if lens[-3:] == [3, 3, 4] and n_digits in (10, 11) and (n_digits == 10 or groups[0] == "1"):
         return True  # North American 3-3-4
     if first[0] == "0" and 9 <= n_digits <= 13 and (2 <= len(first) <= 6 or (first == "0" and n_digits >= 10)):
@@ -143,8 +148,8 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
             continue  # 11:41 2025 ...
         if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):
             continue
-        if all(_is_year(g) for g in groups):
-            continue
+        if all(_is_year(g) for g in groups) or (len(groups) == 2 and "–" in num):
+            continue  # years, ranges
         before = text[max(0, start - 60):start].lower()
         if "\n" in before:
             before = before[before.rindex("\n") + 1:]
@@ -172,7 +177,8 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
         else:
             ok = n_digits <= 13 and _national_structure(num, groups, n_digits)
         if n_digits < 7:  # short numbers (small countries, short codes) only right after a phone word
-            if not ((international and ok) or (has_phone_cue(text, start) and num.count(".") != 1)):
+            if not ((international and ok) or (_SHORT_CUE.search(text[max(0, start - 12):start].lower())
+                                               and num.count(".") != 1)):
                 continue
         if ok or cue:
             out.append((start, end, cue))

@@ -170,8 +170,12 @@ def find_secrets(text: str, kinds: frozenset[str] | None = None) -> tuple[list[S
             if kind == "private_key" and len(re.findall(r"[A-Za-z0-9+/=]", value)) < 200:
                 skipped["secret_skipped_placeholder"] += 1
                 continue
-            if kind in ("url_credentials", "bearer_token"):
-                k, reason = _judge_assignment("password" if kind == "url_credentials" else "token", value)
+            if kind == "url_credentials":  # the position says it is a password: only placeholders are skipped
+                if reason := placeholder_reason(value):
+                    skipped[f"secret_skipped_{reason}"] += 1
+                    continue
+            elif kind == "bearer_token":
+                k, reason = _judge_assignment("token", value)
                 if reason or not k:
                     skipped[f"secret_skipped_{reason or 'low_entropy'}"] += 1
                     continue

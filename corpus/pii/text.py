@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .checks import IBAN_LENGTHS, card_network, iban_ok, ssn_ok
-from .phones import digit_windows, has_phone_cue, iter_windows, phone_spans
+from .phones import digit_windows, iter_windows, phone_spans
 
 CATEGORIES = ("iban", "card", "ssn", "email", "ip", "phone")  # priority order for overlaps
 PLACEHOLDERS = {"email": "<EMAIL>", "phone": "<PHONE>", "ip": "<IP_ADDRESS>", "card": "<CARD_NUMBER>",
@@ -29,6 +29,7 @@ PLACEHOLDERS = {"email": "<EMAIL>", "phone": "<PHONE>", "ip": "<IP_ADDRESS>", "c
 EMAIL = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@"
                    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}"
                    r"(?![A-Za-z0-9\-]|\.[A-Za-z0-9])")
+_URL_USER = re.compile(r"://[^\s/@]{0,64}:$")  # user:password@host in a URL is not an address
 _FILE_TLDS = frozenset("png jpg jpeg gif svg webp bmp ico tif tiff js mjs css scss json html htm xml lock map "
                        "min pdf zip gz".split())
 # RFC 2606 / 6761 names reserved for documentation and tests.
@@ -41,6 +42,7 @@ _HEX_COLONS = re.compile(r":[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:")
 _IP_NOT = re.compile(r"\b(?:v|ver|version|versions|release|released|build|firmware|kernel|rev|revision|patch|"
                      r"update|sdk|chrome|firefox|android|ios|windows|macos|oid|object identifier|arc|mib|snmp|"
                      r"section|chapter|rule|clause|article|table|figure|fig)\W{0,3}$|urn:oid:$")
+_PHONE_WORD = re.compile(r"\b(?:tel|phone|fax|mobile|mob|cell|ph|call|ring|dial|whatsapp)\b|电话|電話|тел")
 _IP_CUE = re.compile(r"\b(?:ip|ips|ipv4|address|addr|server|host|hostname|dns|gateway|ping|nameserver|resolver|"
                      r"from|src|dst|client|proxy|router|subnet|connect|connected|login|logged)\b")
 
@@ -76,7 +78,8 @@ def email_spans(text: str):
     if "@" not in text:
         return
     for m in EMAIL.finditer(text):
-        if m.group().rsplit(".", 1)[-1].lower() not in _FILE_TLDS:
+        if m.group().rsplit(".", 1)[-1].lower() not in _FILE_TLDS \
+                and not _URL_USER.search(text, max(0, m.start() - 80), m.start()):
             yield m.start(), m.end()
 
 
@@ -132,7 +135,7 @@ def _ip_spans(text: str, windows):
                 continue
             octets = m.group().split(".")
             if not _IP_CUE.search(before) and (all(len(o) == 1 for o in octets)
-                                               or all(len(o) <= 2 for o in octets) and has_phone_cue(text, m.start())):
+                                               or all(len(o) <= 2 for o in octets) and _PHONE_WORD.search(before[-15:])):
                 continue  # "2.8.1.1" reads as a version, "Tel 20.49.19.33" as a phone, unless the text says IP
             yield m.start(), m.end()
     if "::" in text or _HEX_COLONS.search(text):
@@ -150,8 +153,8 @@ def _candidates(text: str, categories):
         for start, end in email_spans(text):
             yield Span(start, end, "email")
     windows = digit_windows(text)
-    if not windows:
-        if "ip" in categories and "::" in text:
+    if not windows:  # no digit runs: only IPv6 addresses written with few digits can be here
+        if "ip" in categories:
             for start, end in _ip_spans(text, windows):
                 yield Span(start, end, "ip")
         return

@@ -14,6 +14,7 @@ table, IBAN list and formats; no detector code is imported here).
 from __future__ import annotations
 
 import random
+import re
 import string
 
 import phonenumbers
@@ -210,6 +211,55 @@ def build_formats(seed: int = 0, per_doc: int = 6) -> list[tuple[str, list[tuple
     for _ in range(300):  # a spaced SSN is only an SSN when the text says so
         ssn = make_ssn(rng)
         values.append(("ssn", ssn, SSN_TEMPLATES if "-" in ssn else SSN_TEMPLATES[:4]))
+    rng.shuffle(values)
+    docs = []
+    for i in range(0, len(values), per_doc):
+        text, spans = "", []
+        for category, value, templates in values[i:i + per_doc]:
+            sentence, at = _sentence(rng, templates, value)
+            spans.append((len(text) + at, len(text) + at + len(value), category))
+            text += sentence + " "
+        docs.append((text.strip(), spans))
+    return docs
+
+
+FAKER_LOCALES = ["en_US", "en_GB", "de_DE", "fr_FR", "it_IT", "es_ES", "pt_BR", "ja_JP", "zh_CN", "ko_KR", "ru_RU",
+                 "nl_NL", "pl_PL", "sv_SE", "tr_TR", "en_IN", "en_AU", "es_MX", "ar_EG", "hi_IN", "id_ID", "vi_VN",
+                 "th_TH", "uk_UA", "cs_CZ", "da_DK", "fi_FI", "no_NO", "he_IL", "en_CA", "fr_CH", "de_AT", "pt_PT",
+                 "el_GR", "hu_HU", "ro_RO", "fa_IR", "zh_TW"]
+
+
+IBAN_LENGTH = {c: 4 + sum(int(n) for n in re.findall(r"\d+", layout)) for c, layout in IBANS}
+
+
+def _iban_valid(iban: str) -> bool:
+    """Check digits hold and, for the countries of IBANS, the length is the registry's."""
+    s = iban.replace(" ", "").upper()
+    if IBAN_LENGTH.get(s[:2], len(s)) != len(s):
+        return False
+    return len(s) > 4 and int("".join(str(int(c, 36)) for c in s[4:] + s[:4])) % 97 == 1
+
+
+def build_faker(seed: int = 0, per_doc: int = 6, per_locale: int = 25):
+    """The second development set: values from Faker's locale providers (its own formats and
+    networks), in the same kinds of sentences; IBANs only where the check digits hold."""
+    from faker import Faker
+
+    rng = random.Random(seed + 2)
+    values = []
+    for loc in FAKER_LOCALES:
+        fake = Faker(loc)
+        fake.seed_instance(seed)
+        for _ in range(per_locale):
+            values.append(("phone", fake.phone_number(), PHONE_CUED if rng.random() < 0.75 else PHONE_UNCUED))
+            values.append(("card", fake.credit_card_number(), CARD_CUED if rng.random() < 0.7 else CARD_UNCUED))
+            values.append(("email", fake.email(), EMAIL_TEMPLATES))
+            values.append(("ip", fake.ipv4() if rng.random() < 0.7 else fake.ipv6(), IP_TEMPLATES))
+            iban = fake.iban()
+            if _iban_valid(iban):
+                values.append(("iban", iban, IBAN_TEMPLATES))
+            if loc == "en_US":
+                values.append(("ssn", fake.ssn(), SSN_TEMPLATES))
     rng.shuffle(values)
     docs = []
     for i in range(0, len(values), per_doc):

@@ -5,6 +5,8 @@ Sets (built in _pii_sets.py and _pii_code.py, independently of the detector):
 - formats: phone numbers of every libphonenumber region in the ways people write them, cards of
   every network, IBANs of 67 registry countries (any case), emails, IPv4/6, SSNs, in sentences,
   some touching CJK text; labels are the planted values.
+- faker: the second development set, Faker's own values for 38 locales (phones in each locale's
+  formats, its card networks, IBANs whose check digits hold, emails, IPv4/6, SSNs), same sentences.
 - lookalikes: dates, date-times, versions, OIDs, prices, order numbers, ISBNs, ...; no PII, so
   every detection is a false positive.
 - real: the 300 C4 documents of data/samples/c4 and, where ../shared/data is present, the Wikipedia
@@ -128,10 +130,12 @@ def build(args):
 
     labels = json.loads(LABELS.read_text(encoding="utf-8"))
     formats = _pii_sets.build_formats(args.seed)
+    faker = _pii_sets.build_faker(args.seed)
     lookalikes = _pii_sets.build_lookalikes(args.seed)
     real = real_docs()
     sets = {
         "formats": ([t for t, _ in formats], [s for _, s in formats]),
+        "faker": ([t for t, _ in faker], [s for _, s in faker]),
         "lookalikes": (lookalikes, [[] for _ in lookalikes]),
         "real": ([t for _, t in real], label_spans(real, labels["text"])),
     }
@@ -200,7 +204,7 @@ def run(args) -> EvalReport:
                 cat = "email" if fam == "email" else "secret"
                 fam_rows.append({"family": fam, "planted": st[cat]["truths"],
                                  "recall": st[cat]["found"] / max(1, st[cat]["truths"])})
-    report = EvalReport(NAME, tables={"all text sets (formats + look-alikes + real)": combined,
+    report = EvalReport(NAME, tables={"all text sets (formats + faker + look-alikes + real)": combined,
                                       "per set": per_set, "code: planted credentials and own e-mails": code_rows,
                                       "code: recall of ours per planted family": fam_rows,
                                       "time (including the peers' process start)": timing})
