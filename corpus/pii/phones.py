@@ -27,7 +27,7 @@ import phonenumbers
 _SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|[\s.\-]?\(\d{1,5}\)[\s.\-]?)"
 PHONE = re.compile(
     r"(?<![0-9A-Za-z_+/.\-])"
-    r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)[\s.\-]?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
+    r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)[\s.\-/]?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
     r"(?P<ext>\s?(?i:x|ext\.?|extn?\.?|extension|#|доб\.?|内線)\s?\d{1,6})?"
     r"(?![0-9A-Za-z_]|[.\-/:]\d)"
 )
@@ -141,9 +141,13 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
         num = m.group("num")
         groups = re.findall(r"\d+", num)
         n_digits = sum(map(len, groups)) - 2 * num.startswith("00")
+        start, end = m.start(), m.end()
+        while n_digits > 15 and len(groups) > 2 and num.startswith(("+", "00", "(+")):
+            n_digits -= len(groups.pop())  # an international number run into the next number
+            num = num[:list(re.finditer(r"\d+", num))[-1].start()].rstrip(" .-/\u00a0(")
+            end = start + len(num)
         if not 5 <= n_digits <= 15:
             continue
-        start, end = m.start(), m.end()
         if start >= 2 and text[start - 1] == ":" and text[start - 2].isdigit():
             continue  # 11:41 2025 ...
         if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):

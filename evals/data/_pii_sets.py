@@ -60,7 +60,7 @@ IBANS = [("DE", "18n"), ("GB", "4a14n"), ("FR", "10n11c2n"), ("NL", "4a10n"), ("
          ("TR", "5n1n16c"), ("SA", "2n18c"), ("AE", "3n16n"), ("IL", "19n"), ("QA", "4a21c"), ("KW", "4a22c"),
          ("BH", "4a14c"), ("JO", "4a4n18c"), ("EG", "25n"), ("BR", "23n1a1c"), ("PK", "4a16c"), ("UA", "6n19c"),
          ("KZ", "3n13c"), ("GE", "2a16n"), ("AZ", "4a20c"), ("RS", "18n"), ("BA", "16n"), ("MK", "3n10c2n"),
-         ("AL", "8n16c"), ("MD", "2c18c"), ("XK", "16n"), ("TN", "20n"), ("MR", "23n"), ("MU", "4a19n3a"),
+         ("AL", "8n16c"), ("MD", "2c18c"), ("XK", "16n"), ("TN", "20n"), ("IR", "22n"), ("MR", "23n"), ("MU", "4a19n3a"),
          ("CR", "18n"), ("DO", "4c20n"), ("GT", "4c20c"), ("LB", "4n20c"), ("PS", "4a21c"), ("VG", "4a16n"),
          ("SM", "1a10n12c"), ("AD", "8n12c"), ("FO", "14n"), ("GL", "14n"), ("GI", "4a15c"), ("ME", "18n")]
 
@@ -218,7 +218,7 @@ def build_formats(seed: int = 0, per_doc: int = 6) -> list[tuple[str, list[tuple
         for category, value, templates in values[i:i + per_doc]:
             sentence, at = _sentence(rng, templates, value)
             spans.append((len(text) + at, len(text) + at + len(value), category))
-            text += sentence + " "
+            text += sentence + (" " if sentence[-1] in ".!?。)" else "\n")
         docs.append((text.strip(), spans))
     return docs
 
@@ -233,9 +233,9 @@ IBAN_LENGTH = {c: 4 + sum(int(n) for n in re.findall(r"\d+", layout)) for c, lay
 
 
 def _iban_valid(iban: str) -> bool:
-    """Check digits hold and, for the countries of IBANS, the length is the registry's."""
+    """Check digits hold and the length is the registry's (for the countries of IBANS)."""
     s = iban.replace(" ", "").upper()
-    if IBAN_LENGTH.get(s[:2], len(s)) != len(s):
+    if IBAN_LENGTH.get(s[:2]) != len(s):  # countries outside the registry (Faker makes TH ones) are not IBANs
         return False
     return len(s) > 4 and int("".join(str(int(c, 36)) for c in s[4:] + s[:4])) % 97 == 1
 
@@ -267,7 +267,7 @@ def build_faker(seed: int = 0, per_doc: int = 6, per_locale: int = 25):
         for category, value, templates in values[i:i + per_doc]:
             sentence, at = _sentence(rng, templates, value)
             spans.append((len(text) + at, len(text) + at + len(value), category))
-            text += sentence + " "
+            text += sentence + (" " if sentence[-1] in ".!?。)" else "\n")
         docs.append((text.strip(), spans))
     return docs
 
