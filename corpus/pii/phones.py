@@ -45,7 +45,9 @@ _CUE_NOUN = re.compile(
 _CUE_VERB = re.compile(r"\b(?:call|calling|ring|dial|dialing|text|reach|contacting|office|appointments?|"
                        r"reservations?|enquiries|inquiries|bookings?)\b")
 _SHORT_CUE = re.compile(r"(?:\b(?:tel|phone|call|dial|fax|mobile|ring|hotline|whatsapp)\b|电话|電話|тел)[\W\s]*$")
-_CUE_AFTER = re.compile(r"^\s?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
+_TIME_RANGE = re.compile(r"^\d{1,2}[.:]\d\d\s?[-–]\s?\d{1,2}[.:]\d\d$")
+_ZIP4 = re.compile(r"^\d{5}-\d{4}$")
+_CUE_AFTER = re.compile(r"^[ \t]?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
 _OTHER_ID = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
     r"tracking|zip|postcode|postal|lot|item|model|part|vat|ein|tax|registration|reg|abn|acn|siret|siren|"
@@ -152,12 +154,16 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
             continue  # 11:41 2025 ...
         if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):
             continue
-        if all(_is_year(g) for g in groups) or (len(groups) == 2 and "–" in num):
-            continue  # years, ranges
+        if all(_is_year(g) for g in groups) or (len(groups) == 2 and "–" in num) or _TIME_RANGE.match(num):
+            continue  # years, ranges, opening hours (08.00 - 12.00)
+        if re.search(r"\((?:1[89]|20)\d\d\)", num):
+            continue  # a year in brackets ("20 (2013) 11"), not an area code
         before = text[max(0, start - 60):start].lower()
         if "\n" in before:
             before = before[before.rindex("\n") + 1:]
         near = before[-16:]
+        if _ZIP4.match(num) and not _CUE_NOUN.search(near):
+            continue  # US ZIP+4 (98034-6944)
         cue = bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before[-25:])
                    or _CUE_AFTER.match(text[end:end + 16].lower()))
         if _OTHER_ID.search(near) and not (_CUE_NOUN.search(near) or _CUE_VERB.search(near)):
