@@ -145,9 +145,11 @@ def plant(text: str, lang: str, rng: random.Random, n_pos: int, n_neg: int):
             url, value = url_credential(rng)
             stmt = rng.choice(ASSIGN[lang]).format(N="DATABASE_URL", n="conn_url", v=url)
         elif family == "email":
-            value = f"{rng.choice(WORDS).lower()}.{rng.choice(['lima', 'chen', 'okafor', 'weber'])}@{rng.choice(['dataworks.io', 'gmail.com', 'uni-graz.at'])}"
-            stmt = rng.choice([f'{COMMENT[lang]} Maintainer: Ana Lima <{value}>', f'{COMMENT[lang]} Copyright 2024 {value}',
-                               rng.choice(ASSIGN[lang]).format(N="AUTHOR_EMAIL", n="author_email", v=value)])
+            user = f"{rng.choice(WORDS).lower()}.{rng.choice(['lima', 'chen', 'okafor', 'weber'])}"
+            value = f"{user}@{rng.choice(['dataworks.io', 'gmail.com', 'uni-graz.at'])}"
+            as_code = rng.choice(ASSIGN[lang]).format(N="AUTHOR_EMAIL", n="author_email", v=value)
+            stmt = rng.choice([f"{COMMENT[lang]} Maintainer: Ana Lima <{value}>",
+                               f"{COMMENT[lang]} Copyright 2024 {value}", as_code])
         else:
             if family == "provider":
                 name, value = provider_key(rng)
