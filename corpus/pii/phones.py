@@ -32,7 +32,7 @@ PHONE = re.compile(
     r"(?![0-9A-Za-z_]|[.\-/:]\d)"
 )
 
-_CLUSTER = re.compile(r"\d[\d \-.()/\u00a0–+:]*")
+_CLUSTER = re.compile(r"\d[\d \-.()/\u00a0–+:]{3,}")
 
 # Words that announce a phone number (lower case; the window before the number is lower-cased):
 # nouns within 60 characters, verbs ("call", "ring") within 25.
@@ -117,17 +117,20 @@ def has_phone_cue(text: str, start: int) -> bool:
     return bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before))
 
 
-def digit_windows(text: str, min_len: int = 4) -> list[tuple[int, int]]:
-    """Merged (start, end) around runs of digits joined by phone/card separators: the only places
-    the number patterns can match, so the slower patterns scan these instead of the whole text."""
+def digit_windows(text: str) -> list[tuple[int, int]]:
+    """Merged (start, end) around runs of digits joined by phone/card separators that hold 5+ digits
+    or look like an IPv4 address: the only places the number patterns can match, so the slower
+    patterns scan these instead of the whole text."""
     out: list[tuple[int, int]] = []
     for m in _CLUSTER.finditer(text):
-        if m.end() - m.start() >= min_len:
-            start, end = max(0, m.start() - 3), min(len(text), m.end() + 12)  # room for " ext. 214"
-            if out and start <= out[-1][1]:
-                out[-1] = (out[-1][0], end)
-            else:
-                out.append((start, end))
+        run = m.group()
+        if sum(map(str.isdigit, run)) < 5 and run.count(".") < 3:
+            continue
+        start, end = max(0, m.start() - 3), min(len(text), m.end() + 12)  # room for " ext. 214"
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
     return out
 
 
