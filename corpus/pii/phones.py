@@ -6,16 +6,18 @@ kept when it has the structure of a phone number or a phone word is near it:
 
 - international (`+44 20 7946 0958`, `0049 30 1234567`, `+4915112345678`): the country code and
   length must be possible for that country (Google's libphonenumber metadata, `phonenumbers`);
-- national with separators: a trunk prefix (`030 1234567`, `01632 960123`, `03-1234-5678`), a
-  bracketed area code (`(11) 2345-6789`, `8 (495) 123-45-67`) or the North American 3-3-4 shape;
-- anything else (`2345 6789`, `18008608747`, `912 34 56 78`) needs a phone word before it
-  ("tel", "call", "fax", "WhatsApp", "電話", "тел", ...) or right after it ("(mobile)"),
-  except 11-digit North American numbers that start with 1 and a valid area code.
+  a run that swallowed the next number is cut back group by group until it is;
+- national: a trunk prefix (`030 1234567`, `01632 960123`, `0101234056`, `8 912 345 67 89`), a
+  bracketed area code (`(11) 2345-6789`), the North American 3-3-4 shape, `X-XXXX-XXXX`
+  (`03-1234-5678`), a toll-free prefix (`1800 123 456`), or 1-NXX-NXX-XXXX without separators;
+- anything else (`2345 6789`, `912 34 56 78`) needs a phone word before it ("tel", "call", "fax",
+  "WhatsApp", "電話", "тел", ...) or right after it on the same line ("(mobile)"); 5-6 digit
+  numbers need one right before them.
 
-Never a phone: fewer than 7 or more than 15 digits, a date or date-time (`2025-03-11 11:41`), a
-time next to it (`:41`), a range of years, a version ("version 10.0.19041.1"), and numbers right
-after words that name another identifier (ISBN, order, invoice, ...) unless a phone word is also
-there. Boundaries are ASCII, so a number touching CJK text is still found.
+Never a phone: more than 15 digits, a date or date-time (`2025-03-11 11:41`), a time next to it
+(`:41`), year ranges, opening hours, a version ("version 10.0.19041.1"), ISBN shapes, ZIP+4, and
+numbers right after words that name another identifier (ISBN, order, invoice, ...) unless a phone
+word is as close. Boundaries are ASCII, so a number touching CJK text is still found.
 """
 
 from __future__ import annotations
@@ -109,12 +111,6 @@ def _national_structure(num: str, groups: list[str], n_digits: int) -> bool:
     if first[0] == "0" and 9 <= n_digits <= 13 and (2 <= len(first) <= 6 or (first == "0" and n_digits >= 10)):
         return first != "00"  # national trunk prefix + 1-5 digit area code
     return False
-
-
-def has_phone_cue(text: str, start: int) -> bool:
-    """A phone word in the 25 characters before `start`."""
-    before = text[max(0, start - 25):start].lower()
-    return bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before))
 
 
 def digit_windows(text: str) -> list[tuple[int, int]]:
