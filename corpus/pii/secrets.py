@@ -90,7 +90,7 @@ _PLACEHOLDER_WORDS = re.compile(
     r"todo|fixme|redacted|insert|enter_|_here|xxxx|\*\*\*|\.\.\.|lorem|notreal|not_real|not-a-|foobar")
 _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|changeme|admin|root|test|testing|default|"
                            r"token|key|apikey|foo|bar|baz|qwerty|letmein|guest|user|demo|none|null|undefined|"
-                           r"true|false)[\d!._-]{0,4}$")
+                           r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
 _IDENTIFIER = re.compile(r"^[a-z]+(?:[_\-.:][a-z]+\d?)+$|^[A-Z]+(?:_[A-Z]+\d?)+$|^[a-z]+(?:[A-Z][a-z]+)+$|"
@@ -127,6 +127,8 @@ def placeholder_reason(value: str) -> str | None:
         return "label"  # a pattern or an expression, not a value
     if "EXAMPLE" in v:
         return "placeholder"  # AWS's documented example keys
+    if len(v) >= 4 and (v.lower() in "0123456789012345678" or v.lower() in "abcdefghijklmnopqrstuvwxyz"):
+        return "placeholder"  # 123456, abcdef
     return None
 
 
@@ -144,6 +146,9 @@ def _judge_assignment(name: str, value: str) -> tuple[str | None, str | None]:
         return None, None
     if reason := placeholder_reason(value):
         return None, reason
+    core = value.strip(" :*…")
+    if core != value and core.isalpha():
+        return None, "label"  # "Password:", "Passwort*"
     if any(c.isspace() for c in value) or not value.isascii() or _normalise_name(value) in norm \
             or value.startswith(("/", "./", "http")) or "://" in value:
         return None, "label"

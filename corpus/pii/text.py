@@ -33,7 +33,11 @@ _URL_USER = re.compile(r"://[^\s/@]{0,64}:$")  # user:password@host in a URL is 
 _FILE_TLDS = frozenset("png jpg jpeg gif svg webp bmp ico tif tiff js mjs css scss json html htm xml lock map "
                        "min pdf zip gz".split())
 # RFC 2606 / 6761 names reserved for documentation and tests.
-_TEST_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost|local)$")
+_TEST_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost|local)$"
+                          # placeholder domains of docs and tests
+                          r"|^(?:test|domain|yourdomain|mydomain|yourcompany|company|foo|bar|foobar|somewhere)\.(?:com|org|net)$"
+                          r"|^foo\.bar$")
+_TEST_USER = re.compile(r"^(?:test|tester|user|username|foo|someone|you|your\.?name|your[._-]?email|name)\d?$")
 
 _IPV4 = re.compile(r"(?<![0-9A-Za-z_.\-])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                    r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![0-9A-Za-z_]|\.\d)")
@@ -70,8 +74,10 @@ class Span:
 
 
 def is_test_email(address: str) -> bool:
-    """Documentation and test addresses: example.com/org/net, *.test, *.example, localhost, ..."""
-    return bool(_TEST_DOMAIN.search(address.rsplit("@", 1)[-1].lower()))
+    """Documentation and test addresses: example.com/org/net, *.test, *.example, localhost,
+    placeholder domains (yourdomain.com, foo.com) and users (test@, user@, you@)."""
+    user, _, domain = address.lower().rpartition("@")
+    return bool(_TEST_DOMAIN.search(domain) or _TEST_USER.match(user))
 
 
 def email_spans(text: str):

@@ -41,10 +41,11 @@ def test_placeholders_labels_and_test_addresses_are_left_and_counted():
     text = ('password = "changeme"\napi_key = "<your-api-key>"\ntoken = "${GITHUB_TOKEN}"\nSECRET_KEY = "xxx"\n'
             '"password": "Passwort",\nAWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"\n'
             'CHECKSUM = "d41d8cd98f00b204e9800998ecf8427e"\npassword = os.environ["DB_PASSWORD"]\n'
-            'contact = "dev@example.com"  # or admin@localhost\n')
+            'contact = "dev@example.com"  # or admin@localhost\n'
+            '"password": "Passwort:",\nPIN_PASSWORD = "123456"\nsupport = "you@yourdomain.com"\n')
     spans, skipped = find_secrets(text)
     assert spans == []
-    assert skipped == {"secret_skipped_placeholder": 5, "secret_skipped_label": 1, "email_skipped_test_address": 1}
+    assert skipped == {"secret_skipped_placeholder": 6, "secret_skipped_label": 2, "email_skipped_test_address": 2}
 
 
 def test_stage_redacts_keeping_syntax_or_drops_with_reason():
