@@ -57,7 +57,8 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     ("jwt", r"(?<![A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})", 1, "key"),
     ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[]",
      1, "password"),
-    ("bearer_token", r"(?i:\b(?:bearer|token)\s+)([A-Za-z0-9\-._~+/]{20,}=*)(?![A-Za-z0-9\-._~+/=])", 1, "key"),
+    ("bearer_token", r"\b(?:Bearer|bearer|BEARER|Token) ((?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{20,}=*)"
+                     r"(?![A-Za-z0-9\-._~+/=])", 1, "key"),
 ]]
 
 # Credential-like names: one of these words as a component of the identifier (snake, kebab, dotted or camel).
@@ -66,8 +67,9 @@ _PASSWORD_NAME = re.compile(r"(?:^|_)(?:pass|password|passwd|passphrase|pwd|pw|p
 _TOKEN_NAME = re.compile(r"(?:^|_)(?:secret|secrets|token|tokens|apikey|api_key|access_key|accesskey|private_key|"
                          r"privatekey|secret_key|secretkey|auth_key|authkey|signing_key|encryption_key|master_key|"
                          r"session_key|app_key|consumer_key|client_secret|credentials?|auth|bearer|webhook_secret|"
-                         r"api_secret|access_token|refresh_token|auth_token|license_key|sas)(?:_|$)"
+                         r"api_secret|access_token|refresh_token|auth_token|license_key)(?:_|$)"
                          r"|(?:secret|token|apikey|secretkey|privatekey|accesskey)$")
+_KEY_NAME = re.compile(r"(?:^|_)key$|(?:hmac|aes|rsa|jwt|cipher|crypt|sign|signing|app|master)key$")
 _NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|len|type|field|label|header|env|var|"
                                r"prompt|hint|regex|pattern|endpoint|dir|count|min|max|policy|expiry|expires|timeout|"
                                r"ttl|prefix|suffix|format|mode|method|scope|scopes|source|location|help|text|message|"
@@ -80,6 +82,9 @@ _ASSIGN = re.compile(
     r"|(?<=[\"'])[ \t]*,|[ \t](?=[ \t]*[\"']))[ \t]*)"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<val>[^\"'`\n\\]{1,300})(?P=q)|(?P<bare>[A-Za-z0-9!@#%^&*+/=_.\-~]{6,300})(?=[\s,;]|$))"
 )
+_CALL_BEFORE = re.compile(r"\([ \t]*[\"']?$")
+_CODE_VALUE = re.compile(r"^\w+=\w+$")
+_LOWER_PATH = re.compile(r"^[a-z0-9_.=\-]+(?:/[a-z0-9_.=\-]+)+/?$")
 _BARE_VALUE = re.compile(r"[0-9!@#%^&*+/=]")
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
@@ -93,7 +98,7 @@ _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|chan
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
-_IDENTIFIER = re.compile(r"^[a-z]+(?:[_\-.:][a-z]+\d?)+$|^[A-Z]+(?:_[A-Z]+\d?)+$|^[a-z]+(?:[A-Z][a-z]+)+$|"
+_IDENTIFIER = re.compile(r"^[a-z]+\d*(?:[_\-.:](?:[a-z]+\d?|\d{1,3}))+$|^[A-Z]+(?:_[A-Z]+\d?)+$|^[a-z]+(?:[A-Z][a-z]+)+$|"
                          r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*$|^[a-z]+$")  # labels, keys, env var names
 
 
@@ -137,24 +142,40 @@ def _normalise_name(name: str) -> str:
     return re.sub(r"[.\-]+", "_", name).lower()
 
 
+def _label_reason(value: str, norm: str, is_password: bool) -> str | None:
+    """Why a value assigned to a credential-like name is a label, a name or code, not a secret."""
+    core = value.strip(" :*…")
+    if core != value and core.isalpha():
+        return "label"  # "Password:", "Passwort*"
+    if any(c.isspace() for c in value) or not value.isascii() or _normalise_name(value) in norm \
+            or value.startswith(("/", "./", "http")) or "://" in value:
+        return "label"
+    if _IDENTIFIER.match(value) and not (is_password and "-" in value and "_" not in value
+                                         and not re.search(r"(?i)pass|pwd|word|user|name|field", value)):
+        return "label"  # keys and labels; a kebab-case passphrase assigned to a password stays
+    if value.isalpha() or _DOTTED_NAME.match(value) or _CODE_VALUE.match(value) or _LOWER_PATH.match(value) \
+            or (len(norm) >= 2 and norm in _normalise_name(value)):
+        return "label"  # ClassNames, obj.attr, key=value, paths, values that repeat the name
+    return None
+
+
 def _judge_assignment(name: str, value: str) -> tuple[str | None, str | None]:
     """(kind, None) for a credential, (None, skip reason) for a placeholder/label, (None, None) otherwise."""
     norm = _normalise_name(name)
     is_password = bool(_PASSWORD_NAME.search(norm))
     is_token = bool(_TOKEN_NAME.search(norm))
-    if not (is_password or is_token) or _NOT_A_VALUE_NAME.search(norm) or norm.endswith(("_key_id", "_keys")):
+    if not (is_password or is_token):
+        # `hmac_key = "..."`: a bare "key" name counts only for a long, random-looking value (no counters:
+        # most `key = ...` lines are dictionary keys)
+        if _KEY_NAME.search(norm) and not _NOT_A_VALUE_NAME.search(norm) and len(value) >= 20 \
+                and entropy(value) >= 3.5 and _classes(value) >= 2 and not placeholder_reason(value) \
+                and not _label_reason(value, norm, False):
+            return "generic_secret", None
         return None, None
-    if reason := placeholder_reason(value):
+    if _NOT_A_VALUE_NAME.search(norm) or norm.endswith(("_key_id", "_keys")):
+        return None, None
+    if reason := placeholder_reason(value) or _label_reason(value, norm, is_password):
         return None, reason
-    core = value.strip(" :*…")
-    if core != value and core.isalpha():
-        return None, "label"  # "Password:", "Passwort*"
-    if any(c.isspace() for c in value) or not value.isascii() or _normalise_name(value) in norm \
-            or value.startswith(("/", "./", "http")) or "://" in value:
-        return None, "label"
-    if _IDENTIFIER.match(value) and not (is_password and "-" in value and "_" not in value
-                                         and not re.search(r"(?i)pass|pwd|word|user|name|field", value)):
-        return None, "label"  # keys and labels; a kebab-case passphrase assigned to a password stays
     if is_password and len(value) >= 6 and (_classes(value) >= 2 or len(value) >= 10):
         return "password", None
     if len(value) >= 16 and entropy(value) >= 3.0 and _classes(value) >= 2 or len(value) >= 8 and _classes(value) >= 3:
@@ -195,6 +216,8 @@ def find_secrets(text: str, kinds: frozenset[str] | None = None) -> tuple[list[S
                 if m.group("val") is None and (m.group("op").strip() in ("", ",") or not _BARE_VALUE.search(value)
                                                or _DOTTED_NAME.match(value)):
                     continue  # unquoted values only in config syntax (KEY=value, key: value), never a type or name
+                if (m.groupdict().get("op") or "").strip() == "," and not _CALL_BEFORE.search(text, max(0, m.start() - 40), m.start()):
+                    continue  # ("NAME", "value") only as a call's arguments (setdefault, getenv), not in a list
                 kind, reason = _judge_assignment(m.group("name"), value)
                 if reason:
                     skipped[f"secret_skipped_{reason}"] += 1
