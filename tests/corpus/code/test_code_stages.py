@@ -69,21 +69,6 @@ def test_quality_heuristics_on_the_demo_files():
     assert _stage("code_quality_v1")(table).stats.dropped == result.stats.dropped  # computes columns itself
 
 
-def test_secrets_are_redacted_or_dropped():
-    text = (REPOS / "demo__mixed-quality" / "app/settings.py").read_text()
-    table = pa.table({"text": [text, "x = 1\n", "key = 'ghp_" + "a" * 36 + "'\n"]})
-    out = _stage("code_secrets_v1")(table).table
-    red = out.column("text")[0].as_py()
-    assert "AKIAIOSFODNN7EXAMPLE" not in red and 'AWS_ACCESS_KEY_ID = "<KEY>"' in red
-    assert 'AWS_SECRET_ACCESS_KEY = "<KEY>"' in red and "jane.doe@example.com" not in red and "<EMAIL>" in red
-    assert "postgres://admin:<PASSWORD>@db.internal" in red
-    assert out.column("code__n_secrets").to_pylist() == [4, 0, 1]
-    assert out.column("code__secret_kinds").to_pylist() == [
-        "aws_access_key,aws_secret_key,url_credentials,email", None, "github_token"]
-    dropped = _stage("code_secrets_v1", {"action": "drop"})(table)
-    assert dropped.rejects.column("drop_reason").to_pylist() == ["secret:aws_access_key", "secret:github_token"]
-
-
 @pytest.mark.slow
 def test_code_demo_pipeline(tmp_path, shared_data):
     from corpus.executors import run_pipeline
@@ -106,9 +91,8 @@ def test_licensed_dataset_pipeline_selects_by_license_then_applies_pii(tmp_path,
     CC BY-NC-SA, GFDL and custom terms) -> keep the permissive ones -> PII stage."""
     from corpus.executors import run_pipeline
     from corpus.pipeline import load_pipeline
-    from corpus.registry import all_stages
 
-    pii = [{"web_pii_v1": {}}] if "web_pii_v1" in all_stages() else [{"code_secrets_v1": {"kinds": ["email"]}}]
+    pii = [{"pii_v2": {}}]
     pipeline = load_pipeline({
         "name": "college-math-licensed",
         "input": {"format": "jsonl", "paths": [str(shared_data / "benchmarks/math_eval_harness/college_math/test.jsonl")],

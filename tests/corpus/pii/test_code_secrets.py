@@ -1,0 +1,64 @@
+"""Secrets in code (corpus/pii/secrets.py) and the `code_secrets_v2` stage: real source files with
+credentials placed where code keeps them, placeholders that must stay, exact redactions and reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from corpus.pii import find_secrets
+from corpus.registry import stage_class
+
+REPOS = Path(__file__).resolve().parents[3] / "data" / "samples" / "code" / "repos"
+KEY_BLOCK = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(
+    ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 6) + "\n-----END RSA PRIVATE KEY-----"
+
+
+def _kinds(text: str) -> list[tuple[str, str]]:
+    spans, _ = find_secrets(text)
+    return [(s.kind, text[s.start:s.end]) for s in spans]
+
+
+def test_provider_keys_assignments_and_blocks_in_a_real_file():
+    carrier = (REPOS / "pallets__click" / "src/click/_utils.py").read_text()
+    planted = (
+        'DB_PASSWORD = "Summer2024!x"\n'
+        'client = Client(api_key="9f86d081884c7d659a2feaa0c55ad015", region="eu")\n'
+        'os.environ.setdefault("GITHUB_TOKEN", "ghp_' + "aB3" * 12 + '")\n'
+        f'SIGNING_KEY = """{KEY_BLOCK}"""\n'
+        'DATABASE_URL = "postgres://app:Pa55-w0rd@db.prod.internal:5432/app"\n'
+        '__maintainer__ = "Ana Lima <ana.lima@dataworks.io>"\n'
+    )
+    assert _kinds(carrier) == []  # the real file holds no credentials
+    text = carrier + "\n" + planted
+    assert _kinds(text) == [("password", "Summer2024!x"), ("generic_secret", "9f86d081884c7d659a2feaa0c55ad015"),
+                            ("github_token", "ghp_" + "aB3" * 12), ("private_key", KEY_BLOCK),
+                            ("url_credentials", "Pa55-w0rd"), ("email", "ana.lima@dataworks.io")]
+
+
+def test_placeholders_labels_and_test_addresses_are_left_and_counted():
+    text = ('password = "changeme"\napi_key = "<your-api-key>"\ntoken = "${GITHUB_TOKEN}"\nSECRET_KEY = "xxx"\n'
+            '"password": "Passwort",\nAWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"\n'
+            'CHECKSUM = "d41d8cd98f00b204e9800998ecf8427e"\npassword = os.environ["DB_PASSWORD"]\n'
+            'contact = "dev@example.com"  # or admin@localhost\n'
+            '"password": "Passwort:",\nPIN_PASSWORD = "123456"\nsupport = "you@yourdomain.com"\n')
+    spans, skipped = find_secrets(text)
+    assert spans == []
+    assert skipped == {"secret_skipped_placeholder": 6, "secret_skipped_label": 2, "email_skipped_test_address": 2}
+
+
+def test_stage_redacts_keeping_syntax_or_drops_with_reason():
+    settings = (REPOS / "demo__mixed-quality" / "app/settings.py").read_text()
+    table = pa.table({"text": [settings, "x = 1\n", "key = 'ghp_" + "a1B" * 12 + "'\n"]})
+    out = stage_class("code_secrets_v2")({})(table)
+    red = out.table.column("text")[0].as_py()
+    # the documented AWS example keys and jane.doe@example.com are placeholders; the URL password is real
+    assert 'AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"' in red and "jane.doe@example.com" in red
+    assert "postgres://admin:<PASSWORD>@db.internal" in red
+    assert out.table.column("code__n_secrets").to_pylist() == [1, 0, 1]
+    assert out.table.column("code__secret_kinds").to_pylist() == ["url_credentials", None, "github_token"]
+    assert out.stats.counters["secret_skipped_placeholder"] == 2
+    assert out.stats.counters["email_skipped_test_address"] == 1
+    dropped = stage_class("code_secrets_v2")({"action": "drop"})(table)
+    assert dropped.rejects.column("drop_reason").to_pylist() == ["secret:url_credentials", "secret:github_token"]

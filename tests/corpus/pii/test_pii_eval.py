@@ -1,0 +1,43 @@
+"""The PII evaluation's own pieces (evals/data/pii.py): its scoring rule, its labels, its planted
+code. Reads ../shared/data through the `shared_data` fixture."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from evals.data import _pii_code, _pii_sets, pii
+
+
+def test_score_counts_partial_hits_as_misses_and_every_other_detection_against_precision():
+    truths = [[(10, 22, "phone"), (30, 40, "email")]]
+    detections = [[(10, 18, "phone"), (30, 40, "email"), (50, 55, "phone")]]  # 8/12 of the phone: not found
+    stats = pii.score(truths, detections, ("phone", "email"))
+    assert stats["phone"] == {"truths": 1, "found": 0, "detections": 2, "correct": 1}
+    assert stats["email"] == {"truths": 1, "found": 1, "detections": 1, "correct": 1}
+
+
+def test_real_text_labels_occur_in_their_documents(shared_data):
+    labels = json.loads(pii.LABELS.read_text(encoding="utf-8"))
+    docs = dict(pii.real_docs())
+    for doc_id, values in labels["text"].items():
+        for category, value in values:
+            assert category in pii.TEXT_CATEGORIES and value in docs[doc_id], (doc_id, value)
+    spans = pii.label_spans(list(docs.items()), labels["text"])
+    assert sum(map(len, spans)) == sum(len(v) for v in labels["text"].values())  # each value once
+
+
+def test_planted_sets_are_what_they_say(shared_data):
+    docs = _pii_sets.build_formats(0)
+    for text, spans in docs[:50]:
+        for start, end, category in spans:
+            value = text[start:end]
+            assert value.strip() == value and any(c.isdigit() or c == "@" for c in value), (category, value)
+    carriers = _pii_code.carriers(shared_data, Path(pii.REPO) / "data" / "samples" / "code" / "repos")
+    assert len(carriers) >= 100
+    name, text = carriers[0]
+    planted, positives, negatives = _pii_code.plant(text, _pii_code.LANG[Path(name).suffix], random.Random(1), 4, 2)
+    assert len(positives) == 4 and len(negatives) == 2
+    for start, end, family in positives:
+        assert planted[start:end] and planted[start:end] not in text
