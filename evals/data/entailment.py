@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from evals.report import EvalReport
-from synth.math.paths import shared_data
+from evals.shared import shared_root as shared_data
 from synth.summaries.entailment import evaluate
 
 NAME = "entailment"

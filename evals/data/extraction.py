@@ -11,13 +11,13 @@ trafilatura called directly with its defaults on the same decoded page; `--varia
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from collections import Counter
 from pathlib import Path
 
 from evals.report import EvalReport
+from evals.shared import shared_root
 
 NAME = "extraction"
 HELP = "main-text precision/recall/F1 of web extraction vs trafilatura on the Readability gold pages"
@@ -26,8 +26,7 @@ _WORD = re.compile(r"\w+")
 
 
 def default_gold_dir() -> Path:
-    shared = os.environ.get("CIDERMILL_SHARED_DATA") or Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    return Path(shared) / "web_extraction" / "mozilla_readability" / "test-pages"
+    return shared_root() / "web_extraction" / "mozilla_readability" / "test-pages"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

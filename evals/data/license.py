@@ -20,7 +20,7 @@ from pathlib import Path
 from corpus.code.license import detect_repository, parse_expression
 from corpus.code.license_index import load_index
 from corpus.code.language import language_of
-from corpus.code.paths import shared_data
+from evals.shared import shared_data
 
 from ..report import EvalReport
 

