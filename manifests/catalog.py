@@ -40,6 +40,7 @@ class VersionEntry:
     rows: int
     bytes: int
     location: Location
+    kind: str = "dataset"  # manifest extra `kind`: dataset, rejects, tokenizer, ...
 
 
 class Catalog:
@@ -61,7 +62,8 @@ class Catalog:
                     m = Manifest.from_json(mloc.read_bytes(), where=mloc.uri)
                 except ManifestError:
                     continue  # listed by `verify`, not by `ls`
-                out.append(VersionEntry(m.name, m.version_id, m.created_at, m.rows, m.bytes, vdir))
+                out.append(VersionEntry(m.name, m.version_id, m.created_at, m.rows, m.bytes, vdir,
+                                        str(m.extra.get("kind", "dataset"))))
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
     def resolve(self, ref: str) -> DatasetVersion:
