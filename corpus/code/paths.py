@@ -1,8 +1,13 @@
-"""Where the shared reference data and the project's caches live.
+"""Where the project's caches live, and (for the license index only, until its data ships) the
+shared reference data.
 
-The shared data (license texts, math symbol tables) sits beside the clone at `../shared/data`;
-CIDERMILL_SHARED_DATA overrides it. Generated indexes go to CIDERMILL_CACHE (default
-~/.cache/cidermill), keyed by a hash of their inputs so a changed input rebuilds them.
+Generated indexes go to CIDERMILL_CACHE (default ~/.cache/cidermill), keyed by a hash of their
+inputs so a changed input rebuilds them.
+
+`shared_data` is kept ONLY for corpus/code/license_index.py's default (ScanCode's license texts under
+../shared/data/licenses, or CIDERMILL_SHARED_DATA); that index is moving to a registry package
+(licensedcode-data) or bundled texts in its own issue. Nothing else in product code may use it:
+evaluations, benchmarks and tests use evals/shared.py.
 """
 
 from __future__ import annotations
