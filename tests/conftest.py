@@ -55,7 +55,7 @@ _SHARED_OUTCOMES: dict[str, list[str]] = {"passed": [], "failed": [], "skipped":
 
 
 def pytest_runtest_logreport(report):
-    if "shared_data" not in report.keywords:
+    if "shared_data" not in report.keywords or hasattr(report, "wasxfail"):
         return
     if report.when == "setup" and report.skipped or report.when == "call" and report.skipped:
         _SHARED_OUTCOMES["skipped"].append(f"{report.nodeid}: {report.longrepr[-1] if report.longrepr else ''}")
