@@ -17,7 +17,7 @@ from corpus.report import stats_table
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "samples"  # real data shipped with the repository, each with SOURCE.txt and LICENSE
 C4_SAMPLE = SAMPLES / "c4" / "c4_demo.jsonl.gz"
-GSM8K_SAMPLE = SAMPLES / "gsm8k" / "train_shortest64.jsonl"
+GSM8K_SAMPLE = SAMPLES / "gsm8k" / "train_short64.jsonl"
 GLAIVE_SAMPLE = SAMPLES / "glaive" / "glaive_toolcall_en_demo.json"
 
 
