@@ -16,9 +16,11 @@ $(BIN)/python:
 REQS    := $(sort $(wildcard requirements/*.txt))
 # Wheels whose declared deps must not be installed (see the comments inside each file).
 NODEPS  := $(sort $(wildcard requirements/nodeps/*.txt))
+# The extras of pyproject.toml, which read requirements/<area>.txt: the same set `pip install ".[all]"` gets.
+EXTRAS  ?= all
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS) $(NODEPS)
-	$(PIP) -e ".[ray,test]" $(addprefix -r ,$(REQS))
+	$(PIP) -e ".[$(EXTRAS)]"
 	$(if $(NODEPS),$(PIP) --no-deps $(addprefix -r ,$(NODEPS)))
 	@touch $(STAMP)
 

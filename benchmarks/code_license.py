@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corpus.code.license import is_license_file  # noqa: E402
 from corpus.code.license_index import load_index  # noqa: E402
 from corpus.code.license_match import match_text  # noqa: E402
-from corpus.code.paths import shared_data  # noqa: E402
+from evals.shared import shared_data  # noqa: E402
 from evals.data.license import licensee_fixtures  # noqa: E402
 
 # The "grep for the license name" approach many pipelines start with.

@@ -33,9 +33,9 @@ N = 13
 
 
 def all_items():
-    from corpus.decontam.benchmarks import READERS, benchmarks_dir, load_items
+    from corpus.decontam.benchmarks import DEFAULT_BENCHMARKS, benchmarks_dir, load_items
 
-    return {name: load_items(name, benchmarks_dir()) for name in sorted(READERS)}
+    return {name: load_items(name, benchmarks_dir()) for name in DEFAULT_BENCHMARKS}
 
 
 def ours(docs, items):

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from synth.math.answers import answers_equal, last_boxed, normalize  # noqa: E402
-from synth.math.paths import shared_data  # noqa: E402
+from evals.shared import shared_root as shared_data  # noqa: E402
 
 
 def naive_equal(a: str, b: str) -> bool:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jsonschema  # noqa: E402
 
 from evals.data.toolcall import CATEGORIES, load_bfcl  # noqa: E402
-from synth.math.paths import shared_data  # noqa: E402
+from evals.shared import shared_root as shared_data  # noqa: E402
 from synth.tools.ast_check import first_choice  # noqa: E402
 from synth.tools.schema import arguments_schema  # noqa: E402
 from synth.tools.validate import validate_call  # noqa: E402

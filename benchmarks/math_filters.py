@@ -20,7 +20,7 @@ import pyarrow as pa  # noqa: E402
 
 from corpus.math.classifier import load_model, predict  # noqa: E402
 from corpus.math.html_math import page_text  # noqa: E402
-from corpus.math.labelled import labelled_set  # noqa: E402
+from evals.data.math_labelled import labelled_set  # noqa: E402
 from corpus.math.qa import extract_qa  # noqa: E402
 from corpus.math.signals import MATH_TAGS, latex_words, math_columns, math_symbols  # noqa: E402
 

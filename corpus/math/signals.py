@@ -2,9 +2,10 @@
 
 Tags: strings that only a page rendering mathematics carries (the AFM report's "math tag
 filter"; the list is ours, after OpenWebMath's detection of MathJax/KaTeX/MathML pages).
-Symbols: Unicode math operators from the unicode-math table (../shared/data/math_web/symbols:
-Latin-1 math signs, the Mathematical Operators block U+2200-22FF and Miscellaneous Technical
-U+2300-23FF, 342 symbols) and LaTeX command words (the shared 341-word list plus 17 common commands it lacks). Greek
+Symbols: Unicode math operators from the unicode-math table (shipped unmodified in
+corpus/math/data/unicode_math, LPPL-1.3c: Latin-1 math signs, the Mathematical Operators block
+U+2200-22FF and Miscellaneous Technical U+2300-23FF, 342 symbols) and LaTeX command words
+(haruka-parser's 341-word list in corpus/math/data/latex_words, MIT, plus 17 common commands it lacks). Greek
 letters are left out: they are ordinary letters on Greek pages.
 
 Counting runs as pyarrow regexes over a whole column (string or binary HTML alike).
@@ -13,14 +14,14 @@ Counting runs as pyarrow regexes over a whole column (string or binary HTML alik
 from __future__ import annotations
 
 import functools
-import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..code.paths import shared_data
+DATA = Path(__file__).resolve().parent / "data"
 
 # Strings that mark a math template. Matched case-sensitively as literal substrings.
 MATH_TAGS = [
@@ -45,13 +46,20 @@ MATH_BLOCKS = (0x0080, 0x00FF), (0x2200, 0x22FF), (0x2300, 0x23FF)
 @functools.lru_cache(maxsize=1)
 def math_symbols() -> tuple[str, ...]:
     """Unicode math symbols (not letters) in Latin-1, Mathematical Operators and Misc Technical."""
-    table = json.loads(shared_data("math_web", "symbols", "unicode_math_symbols.json").read_text())
     out = []
-    for entry in table:
-        cp = int(entry["codepoint"][2:], 16)
-        if entry["class"] != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS):
-            out.append(entry["char"])
+    for cp, _latex, cls in unicode_math_table():
+        if cls != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS):
+            out.append(chr(cp))
     return tuple(dict.fromkeys(out))
+
+
+_ENTRY = re.compile(r'^\\UnicodeMathSymbol\{"([0-9A-Fa-f]+)\}\{(\\\S+)\s*\}\{\\(\w+)\}', re.M)
+
+
+def unicode_math_table() -> list[tuple[int, str, str]]:
+    """(codepoint, LaTeX command, math class) of every `\\UnicodeMathSymbol` line of unicode-math's table."""
+    text = (DATA / "unicode_math" / "unicode-math-table.tex").read_text(encoding="utf-8")
+    return [(int(cp, 16), cmd, cls) for cp, cmd, cls in _ENTRY.findall(text)]
 
 
 # Ubiquitous commands the shared list lacks (checked against it): added so `\int` or `\leq` count.
@@ -61,7 +69,7 @@ EXTRA_LATEX = ("int", "infty", "left", "begin", "leq", "geq", "neq", "cdots", "d
 
 @functools.lru_cache(maxsize=1)
 def latex_words() -> tuple[str, ...]:
-    path = shared_data("math_web", "openwebmath_lists", "latex_words_haruka.txt")
+    path = DATA / "latex_words" / "latex_words_haruka.txt"
     words = [w.strip().lstrip("\\") for w in path.read_text().splitlines()] + list(EXTRA_LATEX)
     return tuple(dict.fromkeys(w for w in words if w and re.fullmatch(r"[A-Za-z]+", w)))
 

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..config import require
-from ..decontam.benchmarks import READERS, benchmarks_dir, load_items
+from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
 from ..dedup.drops import check_columns
 from ..dedup.ngrams import tokenize
@@ -44,8 +44,8 @@ _INDEX_CACHE: dict[str, NgramIndex] = {}
 @dataclass(frozen=True, kw_only=True)
 class DecontamConfig:
     field: str = "text"
-    benchmarks: list[str] = dc_field(default_factory=lambda: sorted(READERS))  # names in corpus/decontam/benchmarks.py
-    benchmarks_dir: str | None = None  # default: $CIDERMILL_BENCHMARKS, else ../shared/data/benchmarks
+    benchmarks: list[str] = dc_field(default_factory=lambda: list(DEFAULT_BENCHMARKS))  # corpus/decontam/benchmarks.py
+    benchmarks_dir: str | None = None  # default: $CIDERMILL_BENCHMARKS, else the copies shipped with cidermill
     min_n: int = 8  # segments shorter than this are not indexed (the AFM report goes down to 4 at web scale)
     max_n: int = 13  # long segments are matched by any shared max_n-gram
     common_threshold: int = 1000  # an n-gram in this many documents or more is common usage, not a leak
@@ -55,6 +55,7 @@ class DecontamConfig:
         require(bool(self.benchmarks), "benchmarks must name at least one benchmark")
         unknown = [b for b in self.benchmarks if b not in READERS]
         require(not unknown, f"unknown benchmarks {unknown}; known: {', '.join(sorted(READERS))}")
+        check_available(self.benchmarks, benchmarks_dir(self.benchmarks_dir))  # missing data: error before any work
         require(1 <= self.min_n <= self.max_n, f"need 1 <= min_n <= max_n; got {self.min_n}..{self.max_n}")
         require(self.common_threshold >= 1, f"common_threshold must be >= 1; got {self.common_threshold}")
         require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
@@ -70,6 +71,8 @@ def load_index(path: str) -> NgramIndex:
 def build_index(cfg: DecontamConfig) -> NgramIndex:
     folder = benchmarks_dir(cfg.benchmarks_dir)
     items = {name: load_items(name, folder) for name in cfg.benchmarks}
+    log.info("decontam benchmarks: %s", ", ".join(f"{n} ({len(v)} items, {src})" for (n, v), src in
+                                                   zip(items.items(), check_available(items, folder).values())))
     return NgramIndex.build(items, min_n=cfg.min_n, max_n=cfg.max_n)
 
 
@@ -114,6 +117,10 @@ class Decontaminate(GlobalStage):
 
     name = "decontaminate_v1"
     Config = DecontamConfig
+
+    def describe(self) -> dict:
+        folder = benchmarks_dir(self.config.benchmarks_dir)
+        return {**super().describe(), "data": {n: data_info(n, folder) for n in self.config.benchmarks}}
 
     def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> str:
         cfg = self.config

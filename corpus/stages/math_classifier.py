@@ -1,8 +1,8 @@
 """`math_classifier_v1` scores P(math) per row; `math_classifier_filter_v1` keeps rows above a threshold.
 
 Score then decide: the threshold lives in the filter, so changing it does not recompute scores.
-The model is corpus/math/classifier.py's (default: trained from the shared data at first use and
-cached; or `model_path`).
+The model is corpus/math/classifier.py's (default: the one shipped in corpus/math/models with its
+manifest; or `model_path`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ SCORE = "math__classifier_score"
 
 @dataclass(frozen=True, kw_only=True)
 class MathClassifierConfig:
-    model_path: str | None = None  # None: the default model (trained and cached on first use)
+    model_path: str | None = None  # None: the shipped model (corpus/math/models/math_classifier_v1.npz)
     field: str = "text"
     max_chars: int = 20000  # long pages are scored on their beginning
 

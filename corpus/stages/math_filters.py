@@ -45,6 +45,14 @@ class MathSignals(Scorer):
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         return math_columns(_values(table, self.config.field, self.name))
 
+    def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:
+        """Totals over the batch (summed over the run in the manifest's stats)."""
+        out = {}
+        for key, col in (("tags", "math__n_tags"), ("symbols", "math__n_symbols"), ("latex", "math__n_latex")):
+            out[key] = int(pc.sum(columns[col]).as_py() or 0)
+            out[f"rows_with_{key}"] = int(pc.sum(pc.greater(columns[col], 0)).as_py() or 0)
+        return out
+
 
 @dataclass(frozen=True, kw_only=True)
 class MathFilterConfig:

@@ -85,7 +85,7 @@ class WebSafetyConfig:
         for p in self.blocklist_paths:
             require(Path(p).is_file(), f"blocklist_paths: {p} is not a file (one domain per line)")
         require(self.model_path is None or Path(self.model_path).is_file(),
-                f"model_path {self.model_path} not found; train it with `python -m corpus.web.safety_model train`")
+                f"model_path {self.model_path} not found; train it with `python -m corpus.web.safety_model train --data FOLDER --out PATH`")
 
 
 @register

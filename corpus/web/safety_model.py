@@ -1,6 +1,8 @@
 """The safety scorer's model: hashed word 1-2-grams -> logistic regression, trained by the project.
 
-Training data (all real, all under ../shared/data; `python -m corpus.web.safety_model train`):
+Training data (all real; a data folder in the layout of the project's shared data, given explicitly:
+`python -m corpus.web.safety_model train --data FOLDER`; the files are under FOLDER/preference and
+FOLDER/web_text):
 - unsafe (1): the human turns of Anthropic's hh-rlhf harmless-base test dialogues (2,312 red-team
   conversations: people trying to get help with violence, theft, drugs, abuse, slurs, sex).
 - safe (0): benign requests and prose in the same conversational register, so that the model
@@ -21,7 +23,6 @@ import argparse
 import gzip
 import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -31,11 +32,6 @@ import numpy as np
 MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_linear_v1.npz"
 N_FEATURES = 1 << 16
 _MODEL = None
-
-
-def shared_data() -> Path:
-    return Path(os.environ.get("CIDERMILL_SHARED_DATA")
-                or Path(__file__).resolve().parents[2] / ".." / "shared" / "data")
 
 
 def vectorizer():
@@ -49,8 +45,8 @@ def _paragraphs(text: str, min_chars: int = 80) -> list[str]:
     return [p.strip() for p in re.split(r"\n+", text) if len(p.strip()) >= min_chars]
 
 
-def training_set(root: Path | None = None) -> tuple[list[str], np.ndarray]:
-    root = root or shared_data()
+def training_set(root: Path) -> tuple[list[str], np.ndarray]:
+    root = Path(root)
     unsafe, safe = [], []
     with gzip.open(root / "preference" / "hh_rlhf" / "harmless-base_test.jsonl.gz", "rt") as f:
         for line in f:
@@ -75,7 +71,7 @@ def _is_test(text: str) -> bool:
     return hashlib.blake2b(text.encode(), digest_size=2).digest()[0] < 52  # ~20%, by content
 
 
-def train(out: Path = MODEL_PATH, root: Path | None = None) -> dict:
+def train(out: Path, root: Path) -> dict:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
@@ -100,7 +96,7 @@ def load(path: Path = MODEL_PATH) -> tuple[np.ndarray, float]:
     global _MODEL
     if _MODEL is None or _MODEL[0] != path:
         if not Path(path).is_file():
-            raise FileNotFoundError(f"safety model {path} not found; make it with `python -m corpus.web.safety_model train`")
+            raise FileNotFoundError(f"safety model {path} not found; make it with `python -m corpus.web.safety_model train --data FOLDER`")
         data = np.load(path)
         if int(data["n_features"]) != N_FEATURES:
             raise ValueError(f"safety model {path} has {int(data['n_features'])} features, expected {N_FEATURES}")
@@ -119,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m corpus.web.safety_model")
     parser.add_argument("command", choices=["train"])
     parser.add_argument("--out", default=str(MODEL_PATH))
-    parser.add_argument("--data", default=None, help="shared data folder (default ../shared/data)")
+    parser.add_argument("--data", required=True, help="data folder holding preference/ and web_text/ (see training_set)")
     args = parser.parse_args(argv)
-    metrics = train(Path(args.out), Path(args.data) if args.data else None)
+    metrics = train(Path(args.out), Path(args.data))
     print(json.dumps(metrics, indent=1))
     print(f"wrote {args.out}")
     return 0

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpus.decontam.benchmarks import READERS, benchmarks_dir, load_items
+from corpus.decontam.benchmarks import benchmarks_dir, load_items
 from corpus.executors.local import LocalTaskMap
 from corpus.registry import stage_class
 
@@ -39,7 +39,7 @@ FORMS = ["verbatim", "partial", "case_whitespace", "punctuation"]
 
 def add_arguments(parser) -> None:
     parser.add_argument("--per-benchmark", type=int, default=20, help="items sampled per benchmark and form")
-    parser.add_argument("--benchmarks-dir", help="default: $CIDERMILL_BENCHMARKS or ../shared/data/benchmarks")
+    parser.add_argument("--benchmarks-dir", help="default: $CIDERMILL_BENCHMARKS, else the copies shipped with cidermill")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default="{}", help="JSON options for decontaminate_v1")
 

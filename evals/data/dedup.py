@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from corpus.executors.local import LocalTaskMap
 from corpus.registry import stage_class
+from evals.shared import shared_root
 
 from ..report import EvalReport
 
@@ -49,7 +50,7 @@ def add_arguments(parser) -> None:
 def real_documents() -> list[str]:
     with gzip.open(REPO / "data" / "samples" / "c4" / "c4_demo.jsonl.gz", "rt", encoding="utf-8") as f:
         docs = [json.loads(line)["text"] for line in f]
-    wiki = REPO.parent / "shared" / "data" / "web_text" / "llamafactory_demo" / "wiki_demo.txt"
+    wiki = shared_root() / "web_text" / "llamafactory_demo" / "wiki_demo.txt"
     if wiki.exists():
         docs += [line for line in wiki.read_text(encoding="utf-8").splitlines() if line.strip()]
     seen, out = set(), []

@@ -22,12 +22,12 @@ import collections
 import csv
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from evals.report import EvalReport
+from evals.shared import shared_root
 from synth.summaries.entailment import (MODEL_PATH, Labelled, balanced_accuracy, fit_scorer, leave_one_dataset_out,
                                         load_scorer, save_scorer)
 from synth.summaries.features import bigram_coverage, sentences, tokens
@@ -39,8 +39,7 @@ TARGET_BA, TARGET_AUC = 0.70, 0.75
 
 
 def default_data() -> Path:
-    base = os.environ.get("CIDERMILL_SHARED_DATA") or Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    return Path(base) / "summarization"
+    return shared_root() / "summarization"
 
 
 def load_datasets(folder: str | Path) -> list[Labelled]:

@@ -12,12 +12,12 @@ each set (by a hash of the page name) for tuning and the other half for checking
 from __future__ import annotations
 
 import argparse
-import os
 import time
 import zlib
 from pathlib import Path
 
 from evals.report import EvalReport
+from evals.shared import shared_root
 
 from ._extraction_metrics import GoldPage, load_readability, load_trafilatura_eval, summarize
 
@@ -26,8 +26,7 @@ HELP = "main-text shingle/snippet F1 of web extraction vs trafilatura and resili
 
 
 def shared_dir() -> Path:
-    shared = os.environ.get("CIDERMILL_SHARED_DATA") or Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    return Path(shared) / "web_extraction"
+    return shared_root() / "web_extraction"
 
 
 def default_gold_dir() -> Path:

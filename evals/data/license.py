@@ -27,7 +27,7 @@ from corpus.code.language import language_of
 from corpus.code.license import PERMISSIVE, detect_repository, is_allowed, license_role
 from corpus.code.license_expr import join, normalize, parse_expression, same_expression
 from corpus.code.license_index import load_index
-from corpus.code.paths import shared_data
+from evals.shared import shared_data
 
 from ..report import EvalReport
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 import pyarrow as pa
 
 from corpus.math.html_math import page_text
-from corpus.math.labelled import labelled_set
+from evals.data.math_labelled import labelled_set
 from corpus.registry import stage_class
 
 from ..report import EvalReport
@@ -75,6 +75,6 @@ def run(args) -> EvalReport:
         {"origin": o, "label": rows[idx[0]]["label"], "pages": len(idx),
          **{m: sum(p[i] for i in idx) / len(idx) for m, p in preds.items()}} for o, idx in sorted(by_origin.items())]
     report.notes.append(f"{len(rows)} pages ({sum(gold)} math); page text extraction {extract_s:.1f} s")
-    report.notes.append("built by corpus/math/labelled.py from ../shared/data (MATH test, GSM8K test, C4 200-299, "
+    report.notes.append("built by evals/data/math_labelled.py from ../shared/data (MATH test, GSM8K test, C4 200-299, "
                         "Readability test pages labelled by hand, bundled WARCs)")
     return report

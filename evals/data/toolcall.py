@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from evals.report import EvalReport
-from synth.math.paths import shared_data
+from evals.shared import shared_root as shared_data
 from synth.tools.ast_check import calls_match, first_choice
 from synth.tools.schema import arguments_schema
 from synth.tools.validate import validate_call

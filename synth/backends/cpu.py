@@ -92,6 +92,7 @@ def converted_model_dir(gguf: Path, cache_root: Path | None = None) -> Path:
 
         tmp = root / f".{target.name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
+        _quiet_progress()
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         model.hf_quantizer = None   # the GGUF quantizer refuses save_pretrained; weights are plain fp32 now
@@ -101,7 +102,18 @@ def converted_model_dir(gguf: Path, cache_root: Path | None = None) -> Path:
     return target
 
 
+def _quiet_progress() -> None:
+    """transformers' loading bars only on a terminal (in a log they are carriage returns)."""
+    import sys
+
+    if not getattr(sys.stderr, "isatty", lambda: False)():
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def load_model(model_dir: Path):
+    _quiet_progress()
     key = str(model_dir)
     with _LOAD_LOCK:
         if key not in _LOADED:

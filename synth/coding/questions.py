@@ -16,7 +16,7 @@ from dataclasses import field as dc_field
 import pyarrow as pa
 
 from corpus.config import require
-from corpus.decontam.benchmarks import benchmarks_dir, load_items
+from corpus.decontam.benchmarks import benchmarks_dir, check_available, load_items
 from corpus.decontam.index import NgramIndex
 from corpus.dedup.ngrams import tokenize
 from corpus.registry import register
@@ -128,12 +128,13 @@ class CodingQuestionDedup(Filter):
 class CodingDecontamConfig:
     field: str = "question"
     benchmarks: list[str] = dc_field(default_factory=lambda: ["humaneval", "mbpp"])
-    benchmarks_dir: str | None = None   # default: $CIDERMILL_BENCHMARKS, else ../shared/data/benchmarks
+    benchmarks_dir: str | None = None   # default: $CIDERMILL_BENCHMARKS, else the copies shipped with cidermill
     min_n: int = 8                      # benchmark texts shorter than this many words are not indexed
     max_n: int = 10                     # longer ones match on any shared 10-word sequence
 
     def __post_init__(self):
         require(1 <= self.min_n <= self.max_n, f"need 1 <= min_n <= max_n; got {self.min_n}..{self.max_n}")
+        check_available(self.benchmarks, benchmarks_dir(self.benchmarks_dir))
 
 
 _INDEXES: dict[tuple, NgramIndex] = {}

@@ -7,28 +7,27 @@ rephrase that copies ten words in a row from a test item is too close to train o
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 import pyarrow as pa
 
 from corpus.config import require
+from corpus.decontam.benchmarks import NOT_BUNDLED, benchmarks_dir, check_available, raw_items
 from corpus.registry import register
 from corpus.stage import Filter
 
-from .paths import shared_data
-
-TEST_SETS = {  # relative to the shared data folder: (file, question field)
-    "gsm8k_test": ("benchmarks/gsm8k/test.jsonl", "question"),
-    "math_test": ("benchmarks/math_eval_harness/math/test.jsonl", "problem"),
-    "math500": ("benchmarks/math_eval_harness/math_oai/test.jsonl", "problem"),
-    "gsm_hard": ("benchmarks/math_eval_harness/gsm_hard/test.jsonl", "input"),
-    "svamp": ("benchmarks/math_eval_harness/svamp/test.jsonl", "Body"),
-    "asdiv": ("benchmarks/math_eval_harness/asdiv/test.jsonl", "body"),
+TEST_SETS = {  # name: (benchmark in corpus/decontam/benchmarks.py, index of the question segment)
+    "gsm8k_test": ("gsm8k", 0),
+    "math_test": ("math", 0),
+    "math500": ("math500", 0),
+    "gsm_hard": ("gsm_hard", 0),
+    "svamp": ("svamp", 0),
+    "asdiv": ("asdiv", 0),
 }
+# the default: every set shipped with cidermill (asdiv is not, for its license; name it with a folder)
+DEFAULT_TEST_SETS = sorted(k for k, (b, _) in TEST_SETS.items() if b not in NOT_BUNDLED)
 
 
 def words(text: str) -> list[str]:
@@ -41,17 +40,13 @@ def ngrams(text: str, n: int) -> set[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=4)
-def test_index(n: int, root: str, names: tuple[str, ...]) -> frozenset:
+def test_index(n: int, folder: str | None, names: tuple[str, ...]) -> frozenset:
     grams: set = set()
     for name in names:
-        rel, fld = TEST_SETS[name]
-        path = Path(root) / rel
-        if not path.exists():
-            raise FileNotFoundError(f"decontamination set {name} not found at {path} (set CIDERMILL_SHARED_DATA)")
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                rec = json.loads(line)
-                grams |= ngrams(str(rec.get(fld) or ""), n)
+        bench, seg = TEST_SETS[name]
+        for item in raw_items(bench, benchmarks_dir(folder)):
+            if len(item.segments) > seg:
+                grams |= ngrams(str(item.segments[seg] or ""), n)
     return frozenset(grams)
 
 
@@ -59,13 +54,14 @@ def test_index(n: int, root: str, names: tuple[str, ...]) -> frozenset:
 class DecontamConfig:
     text_field: str = "question"
     n_words: int = 10
-    test_sets: list[str] = field(default_factory=lambda: sorted(TEST_SETS))
-    data_root: str | None = None  # default: the shared data folder
+    test_sets: list[str] = field(default_factory=lambda: list(DEFAULT_TEST_SETS))
+    benchmarks_dir: str | None = None  # default: $CIDERMILL_BENCHMARKS, else the copies shipped with cidermill
 
     def __post_init__(self):
         require(self.n_words >= 5, f"n_words must be >= 5 (shorter n-grams match by chance); got {self.n_words}")
         unknown = sorted(set(self.test_sets) - set(TEST_SETS))
         require(not unknown, f"unknown test sets {unknown}; choose from {sorted(TEST_SETS)}")
+        check_available([TEST_SETS[t][0] for t in self.test_sets], benchmarks_dir(self.benchmarks_dir))
 
 
 @register
@@ -75,7 +71,7 @@ class MathDecontam(Filter):
 
     def reasons(self, table: pa.Table) -> pa.Array:
         c = self.config
-        index = test_index(c.n_words, str(c.data_root or shared_data()), tuple(sorted(c.test_sets)))
+        index = test_index(c.n_words, c.benchmarks_dir, tuple(sorted(c.test_sets)))
         out = [None if not (ngrams(q or "", c.n_words) & index) else "test_overlap"
                for q in table.column(c.text_field).to_pylist()]
         return pa.array(out, pa.string())

@@ -8,7 +8,6 @@ import pytest
 
 from corpus.cli import main
 from manifests import Catalog
-from synth.coding.benchmarks import benchmarks_dir
 
 from .backends.fake_openai import FakeServer
 
@@ -24,7 +23,6 @@ def reply(body, i):
     return ["```python\ndef reverse_string(s):\n    return s[::-1]\n```", "nope"][i % 2]
 
 
-@pytest.mark.skipif(not (benchmarks_dir() / "mbpp").is_dir(), reason="benchmarks folder missing (decontam)")
 def test_synth_coding_cli_publishes_triplets(tmp_path, capsys):
     with FakeServer(reply=reply) as server:
         code = main(["synth", "coding", "--root", str(tmp_path), "--topics", "1", "--questions-per-topic", "1",

@@ -32,7 +32,7 @@ def c4_texts() -> list[str]:
 
 def wiki_texts() -> list[str]:
     if not WIKI.exists():
-        pytest.skip(f"shared data missing: {WIKI}")
+        pytest.skip(f"shared data missing: {WIKI}")  # callers carry @pytest.mark.shared_data
     return [line for line in WIKI.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -52,7 +52,7 @@ def code_texts(limit: int = 120) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def catalog(tmp_path_factory) -> Catalog:
+def catalog(tmp_path_factory, shared_data) -> Catalog:
     """web (300 C4 docs), wiki (30 Wikipedia articles), code (licensed source files), and an empty one."""
     root = tmp_path_factory.mktemp("catalog")
     cat = Catalog(str(root))

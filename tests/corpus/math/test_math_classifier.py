@@ -1,8 +1,9 @@
-"""The math classifier (trained from shared data at first use, cached), the eval, and the math demo."""
+"""The math classifier (the model shipped with its manifest), its retraining, the eval, and the math demo."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 
 import pyarrow as pa
@@ -12,14 +13,13 @@ from corpus.registry import stage_class
 from manifests.errors import ConfigError
 
 
-@pytest.mark.slow
-def test_classifier_separates_math_from_web_text(shared_data, tmp_path):
+def test_classifier_separates_math_from_web_text(c4_docs, tmp_path):
+    from corpus.decontam.benchmarks import raw_items
     from corpus.math.classifier import load_model, predict, save
 
-    problems = [json.loads(line) for line in
-                (shared_data / "benchmarks/math_eval_harness/math/test.jsonl").read_text().splitlines()[:40]]
-    c4 = [json.loads(line)["text"] for line in
-          (shared_data / "web_text/llamafactory_demo/c4_demo.jsonl").read_text().splitlines()[260:300]]
+    # MATH test problems (the shipped decontamination copy) and C4 200-299: neither is training data
+    problems = [{"problem": i.segments[0], "solution": i.segments[1]} for i in list(raw_items("math"))[:40]]
+    c4 = [d["text"] for d in c4_docs[260:300]]
     model = load_model()
     math_scores = predict(model, [p["problem"] + "\n" + p["solution"] for p in problems])
     web_scores = predict(model, c4)
@@ -29,12 +29,41 @@ def test_classifier_separates_math_from_web_text(shared_data, tmp_path):
     result = stage_class("math_classifier_filter_v1")({"min_score": 0.5})(scored)
     assert result.table.column("text").to_pylist() == [problems[0]["problem"]]
     assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score"]
-    path = tmp_path / "math.pkl"
+    path = tmp_path / "math.npz"
     save(model, path)
     again = stage_class("math_classifier_v1")({"model_path": str(path)})(table).table
     assert again.column("math__classifier_score").to_pylist() == scored.column("math__classifier_score").to_pylist()
     with pytest.raises(ConfigError, match="not found"):
-        stage_class("math_classifier_v1")({"model_path": str(tmp_path / "nope.pkl")})(table)
+        stage_class("math_classifier_v1")({"model_path": str(tmp_path / "nope.npz")})(table)
+    (tmp_path / "bad.npz").write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="not a model saved by corpus.math.classifier"):
+        stage_class("math_classifier_v1")({"model_path": str(tmp_path / "bad.npz")})(table)
+
+
+def test_shipped_model_matches_its_manifest():
+    from corpus.math.classifier import DEFAULT_MODEL, SETTINGS
+
+    manifest = json.loads(DEFAULT_MODEL.with_suffix(".json").read_text())
+    assert manifest["sha256"] == hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest()
+    assert manifest["settings"] == json.loads(json.dumps(SETTINGS))
+    assert manifest["held_out"]["accuracy_at_0.5"] >= 0.97 and manifest["held_out"]["rows"] >= 500
+    assert set(manifest["training_data"]["files"]) == {"gsm8k_train", "college_math", "olympiadbench", "minerva",
+                                                       "mathqa", "c4", "wiki", "mmlu_dev"}
+
+
+@pytest.mark.slow
+def test_training_from_the_data_folder_reproduces_the_shipped_model(shared_data, tmp_path):
+    """The command that made the shipped artifact, rerun on the data it names, gives the same weights
+    up to solver noise and the same held-out numbers."""
+    import numpy as np
+
+    from corpus.math.classifier import DEFAULT_MODEL, load_model, train_default
+
+    manifest = train_default(shared_data, tmp_path / "m.npz")
+    shipped = json.loads(DEFAULT_MODEL.with_suffix(".json").read_text())
+    assert manifest["training_data"] == shipped["training_data"] and manifest["held_out"] == shipped["held_out"]
+    ours, theirs = load_model(str(tmp_path / "m.npz")), load_model()
+    assert np.abs(ours.coef - theirs.coef).max() < 1e-3
 
 
 @pytest.mark.slow
@@ -49,7 +78,7 @@ def test_math_filter_eval_reports_precision_and_recall(shared_data):
 
 
 @pytest.mark.slow
-def test_math_demo_pipeline(tmp_path, shared_data):
+def test_math_demo_pipeline(tmp_path):
     from corpus.executors import run_pipeline
     from corpus.pipeline import load_pipeline
 

@@ -13,7 +13,6 @@ def _stage(name, options=None):
     return stage_class(name)(options or {})
 
 
-@pytest.mark.usefixtures("shared_data")
 def test_signal_counts_on_string_and_binary_html():
     from corpus.math.signals import MATH_TAGS, latex_words, math_symbols
 
@@ -22,7 +21,10 @@ def test_signal_counts_on_string_and_binary_html():
     assert "frac" in latex_words() and len(latex_words()) > 300
     page = '<script type="math/tex">x \\le y</script> for all x ∈ ℝ: ∀ε>0 \\frac{1}{2} \\int_0^1'
     table = pa.table({"html": [page, "<p>No math here, just $5 and 10% off.</p>", None]})
-    cols = _stage("math_signals_v1", {"field": "html"})(table).table
+    result = _stage("math_signals_v1", {"field": "html"})(table)
+    cols = result.table
+    assert result.stats.counters == {"tags": 3, "rows_with_tags": 1, "symbols": 2, "rows_with_symbols": 1,
+                                     "latex": 3, "rows_with_latex": 1}
     assert cols.column("math__n_tags").to_pylist() == [3, 0, 0]  # math/tex, \frac{, \int_
     assert cols.column("math__n_symbols").to_pylist() == [2, 0, 0]  # ∈ ∀ (ℝ is a letter)
     assert cols.column("math__n_latex").to_pylist() == [3, 0, 0]  # \le \frac \int
@@ -30,7 +32,6 @@ def test_signal_counts_on_string_and_binary_html():
     assert _stage("math_signals_v1", {"field": "html"})(binary).table.column("math__n_symbols").to_pylist() == [2]
 
 
-@pytest.mark.usefixtures("shared_data")
 def test_math_filter_modes_and_reasons():
     table = pa.table({"text": ["Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞",
                                '<span class="katex">x</span> see KaTeX output',

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from corpus.math.html_math import page_text
-from corpus.math.labelled import render_page, render_qa_page
+from evals.data.math_labelled import render_page, render_qa_page
 from corpus.math.qa import extract_qa
 from corpus.registry import stage_class
 
@@ -49,6 +49,13 @@ def test_mathjax_scripts_and_katex_annotations_become_latex():
     assert "$a \\ne 0$" in kx and kx.count("\\sqrt{b^2-4ac}") == 1  # KaTeX's HTML copy is gone
 
 
+def test_mathml_without_tex_goes_through_the_shipped_mmltex_stylesheet():
+    page = ("<html><body><p>The roots are <math><mi>x</mi><mo>=</mo><mfrac><mrow><mo>-</mo><mi>b</mi></mrow>"
+            "<mrow><mn>2</mn><mi>a</mi></mrow></mfrac></math> and <math><msqrt><mi>y</mi></msqrt></math>.</p>"
+            "</body></html>")
+    assert page_text(page.encode()) == "The roots are $x=\\frac{-b}{2a}$ and $\\sqrt{y}$."
+
+
 def test_mathml_goes_through_the_mmltex_stylesheet(shared_data):
     page = (shared_data / "web_extraction/mozilla_readability/test-pages/mathjax/source.html").read_bytes()
     text = page_text(page)
@@ -74,7 +81,7 @@ def test_stage_extracts_falls_back_and_drops():
 
 @pytest.mark.usefixtures("shared_data")
 def test_labelled_set_composition():
-    from corpus.math.labelled import labelled_set
+    from evals.data.math_labelled import labelled_set
 
     rows = labelled_set()
     assert len(rows) == 543 and sum(r["label"] for r in rows) == 262

@@ -36,10 +36,8 @@ def warc_rows() -> pa.Table:
 
 
 @pytest.fixture(scope="session")
-def readability_dir() -> Path:
-    if not READABILITY.is_dir():
-        pytest.skip(f"Readability gold pages not found at {READABILITY} (set CIDERMILL_SHARED_DATA)")
-    return READABILITY
+def readability_dir(shared_data) -> Path:
+    return shared_data / "web_extraction" / "mozilla_readability" / "test-pages"
 
 
 def table_of(texts: list[str], **columns) -> pa.Table:

@@ -59,9 +59,5 @@ def test_safety_model_retrains_from_project_data(tmp_path, shared_data_dir):
 
 
 @pytest.fixture
-def shared_data_dir():
-    from .conftest import SHARED
-
-    if not (SHARED / "preference" / "hh_rlhf").is_dir():
-        pytest.skip(f"training data not found under {SHARED}")
-    return SHARED
+def shared_data_dir(shared_data):
+    return shared_data

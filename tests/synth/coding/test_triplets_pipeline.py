@@ -10,13 +10,9 @@ import pytest
 
 from manifests import Catalog
 from synth.backends import ScriptedBackend
-from synth.coding.benchmarks import benchmarks_dir
 from synth.coding.pipeline import coding_stages, pass_rate_summary, run_stages, write_run
 from synth.coding.topics import TOPICS, topics_table
 from synth.sft.llm import register_backend
-
-pytestmark = pytest.mark.skipif(not (benchmarks_dir() / "mbpp").is_dir(),
-                                reason=f"benchmarks folder not found at {benchmarks_dir()} (needed to decontaminate)")
 
 MBPP_COPY = ("Write a function to find the minimum cost path to reach (m, n) from (0, 0) for the given cost "
              "matrix cost[][] and a position (m, n) in cost[][].")

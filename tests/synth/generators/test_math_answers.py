@@ -11,12 +11,8 @@ from synth.math.answers import answers_equal, extract_final, gsm8k_final, last_b
 
 
 @pytest.fixture(scope="module")
-def math500(request):
-    from tests.conftest import SHARED_DATA
-
-    path = SHARED_DATA / "benchmarks" / "math_eval_harness" / "math_oai" / "test.jsonl"
-    if not path.exists():
-        pytest.skip(f"MATH-500 not found at {path} (set CIDERMILL_SHARED_DATA)")
+def math500(shared_data):
+    path = shared_data / "benchmarks" / "math_eval_harness" / "math_oai" / "test.jsonl"
     return [json.loads(line) for line in path.open()]
 
 

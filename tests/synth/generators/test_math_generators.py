@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -14,6 +16,8 @@ from synth.math.seeds import load_gsm8k
 
 NATALIA = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
            "How many clips did Natalia sell altogether in April and May?")
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def seeds(question=NATALIA, answer="72"):
@@ -92,20 +96,25 @@ def test_judges_score_then_decide(scripted):
     assert parse_yes_no("YES") is True and parse_yes_no("maybe") is None
 
 
-def test_decontam_drops_test_questions_not_train(shared_data):
-    import json
+def test_decontam_drops_test_questions_not_train(monkeypatch):
+    from corpus.decontam.benchmarks import raw_items
 
-    test_q = json.loads((shared_data / "benchmarks/gsm8k/test.jsonl").open().readline())["question"]
-    train = load_gsm8k(shared_data / "benchmarks/gsm8k/train.jsonl", limit=20)
+    monkeypatch.delenv("CIDERMILL_BENCHMARKS", raising=False)
+    test_q = next(raw_items("gsm8k")).segments[0]  # the GSM8K test copy shipped for decontamination
+    train = load_gsm8k(REPO / "data/samples/gsm8k/train_short64.jsonl", limit=20)
     table = pa.table({"question": [test_q, "Rewritten: " + test_q, *train.column("question").to_pylist()]})
     out = MathDecontam({})(table)
     assert out.stats.dropped == {"test_overlap": 2}
     assert out.table.num_rows == 20
+    # asdiv is not shipped (CC-BY-NC): asking for it without a folder fails at config time
+    with pytest.raises(ConfigError, match="asdiv.*CC-BY-NC.*math_eval_harness/asdiv/test.jsonl"):
+        MathDecontam({"test_sets": ["gsm8k_test", "asdiv"]})
 
 
-def test_test_splits_are_refused_as_seeds(shared_data):
+def test_test_splits_are_refused_as_seeds(tmp_path):
+    (tmp_path / "test.jsonl").write_text('{"question": "q", "answer": "#### 1"}\n')
     with pytest.raises(ValueError, match="refusing a test split"):
-        load_gsm8k(shared_data / "benchmarks/gsm8k/test.jsonl")
+        load_gsm8k(tmp_path / "test.jsonl")
 
 
 def test_config_errors_say_the_fix():

@@ -26,7 +26,7 @@ import json
 import re
 from pathlib import Path
 
-from ..code.paths import shared_data
+from evals.shared import shared_data
 
 READABILITY_MATH = {"mathjax", "wikipedia-3"}
 STYLES = ("qa", "mathjax2", "katex", "bare")
