@@ -74,8 +74,9 @@ def sentence_pages(pool: dict[str, list[str]], per_group: int, seed: int) -> lis
     return pages
 
 
-def web_pages(root: Path, cache: Path | None = None) -> list[dict]:
-    """English main text of trafilatura's and Readability's test pages: {id, url, text} (cached as jsonl)."""
+def web_pages(root: Path, cache: Path | None = None, limit: int | None = None) -> list[dict]:
+    """English main text of trafilatura's and Readability's test pages: {id, url, text} (cached as jsonl;
+    `limit` extracts only the first pages, for quick tests)."""
     if cache is not None and cache.is_file():
         return [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
     import trafilatura
@@ -89,12 +90,13 @@ def web_pages(root: Path, cache: Path | None = None) -> list[dict]:
             items.append((f"trafilatura/{item['file']}", url, p))
     for d in sorted((base / "mozilla_readability" / "test-pages").iterdir()):
         items.append((f"readability/{d.name}", None, d / "source.html"))
+    items = items[:limit] if limit is not None else items
     out = []
     for doc_id, url, p in items:
         text = trafilatura.extract(p.read_bytes().decode("utf-8", "replace")) or ""
         if is_english(text):
             out.append({"id": doc_id, "url": url, "text": text})
-    if cache is not None:
+    if cache is not None and limit is None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
     return out
@@ -180,7 +182,8 @@ def grouped(docs: list[dict], per_page: int, seed: int) -> list[str]:
     return ["\n".join(d["text"] for d in docs[i:i + per_page]) for i in range(0, len(docs) - per_page + 1, per_page)]
 
 
-def model_pages(root: Path, split: str, cache: Path | None = None) -> list[tuple[str, str, int, str]]:
+def model_pages(root: Path, split: str, cache: Path | None = None,
+                web_limit: int | None = None) -> list[tuple[str, str, int, str]]:
     """(group, genre, label, text) pages of a split ('train' or 'dev') for the model."""
     from . import safety_terms
 
@@ -197,6 +200,6 @@ def model_pages(root: Path, split: str, cache: Path | None = None) -> list[tuple
     pages += [("redteam_chat", "chat", 1, t) for t in grouped(flagged, 2, seed)]
     chat = [d for d in chat_instructions(root) if split_of(d["id"]) == split]
     pages += [("instructions", "chat", 0, t) for t in grouped(chat, 4, seed)]
-    for group, docs in (("web_pages", web_pages(root, cache)), ("c4", c4_docs(root)), ("wiki", wiki_chunks(root))):
+    for group, docs in (("web_pages", web_pages(root, cache, web_limit)), ("c4", c4_docs(root)), ("wiki", wiki_chunks(root))):
         pages += [(group, "prose", 0, d["text"]) for d in docs if split_of(d["id"]) == split]
     return pages

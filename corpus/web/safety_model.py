@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v2.npz"
-MAX_WORDS = 600
+MAX_WORDS = 400
 KEEP = 8000
 BUDGET = 0.005
 # chat register, not harm: left out of the features so the model cannot lean on genre
@@ -36,11 +37,11 @@ STOP = ["i", "me", "my", "you", "your", "we", "us", "our", "how", "what", "why",
 _MODEL: dict = {}
 
 
-_STOP = frozenset(STOP)
+_STOP = frozenset(STOP) | frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # and one-character tokens
 
 
 def _words(toks: list[str]) -> list[str]:
-    return [t for t in toks[:MAX_WORDS] if t.isalpha() and len(t) > 1 and t not in _STOP]
+    return [t for t in toks[:MAX_WORDS] if t not in _STOP]
 
 
 def page_features(toks: list[str]) -> set[str]:
@@ -96,13 +97,13 @@ def choose_threshold(ordinary_scores: np.ndarray, budget: float = BUDGET) -> flo
     return float(s[allowed]) if allowed < len(s) else 0.0
 
 
-def train(data: Path, out: Path = MODEL_PATH, cache: Path | None = None) -> dict:
+def train(data: Path, out: Path = MODEL_PATH, cache: Path | None = None, web_limit: int | None = None) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     from . import safety_data
 
-    train_pages = safety_data.model_pages(data, "train", cache)
-    dev_pages = safety_data.model_pages(data, "dev", cache)
+    train_pages = safety_data.model_pages(data, "train", cache, web_limit)
+    dev_pages = safety_data.model_pages(data, "dev", cache, web_limit)
     y = np.array([p[2] for p in train_pages])
     vec, x = _matrix([p[3] for p in train_pages])
     settings = {"features": f"binary word 1-2-grams of the first {MAX_WORDS} tokens, scaled by 1/sqrt(distinct words + pairs); the {KEEP} largest weights kept",
@@ -146,6 +147,10 @@ def train(data: Path, out: Path = MODEL_PATH, cache: Path | None = None) -> dict
         "threshold_rule": (f"highest dev score of ordinary web text (web pages, C4, Wikipedia chunks of the dev split, "
                            f"{int(ordinary.sum())} pages) such that at most {BUDGET:.1%} score above it"),
         "metrics": metrics,
+        "metrics_note": ("dev pages of the written groups (sexual, hate, ..., fiction) reuse the training sentences "
+                         "(the file has train and eval sentences only), so their dev numbers are in-sample; the held-out "
+                         "ones are dev_ordinary_*, redteam_chat and `cidermill eval data safety` (eval sentences, eval "
+                         "documents). The filter uses this threshold only together with word evidence (web_safety_filter_v2)."),
         "command": "python -m corpus.web.safety_model train --data FOLDER",
     }
     out.with_suffix(".json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -180,12 +185,13 @@ def score_tokens(toks: list[str], path: Path = MODEL_PATH) -> float:
     weights, firsts, intercept = load(path)
     words = _words(toks)
     if not words:
-        return float(1.0 / (1.0 + np.exp(-intercept)))
+        return 1.0 / (1.0 + math.exp(-intercept))
     uniq = set(words)
     z = sum([weights[w] for w in uniq & weights.keys()])
     pairs = {a + " " + b for a, b in zip(words, words[1:]) if a in firsts}  # only pairs the model weighs
     z += sum([weights[p] for p in pairs if p in weights])
-    return float(1.0 / (1.0 + np.exp(-(z * _norm(words) + intercept))))
+    z = z / math.sqrt(len(uniq) + len(words) - 1 or 1) + intercept  # the scale of _norm
+    return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
 def score(texts: list[str], path: Path = MODEL_PATH) -> np.ndarray:

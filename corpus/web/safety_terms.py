@@ -28,7 +28,7 @@ CONTEXT_WEIGHT = 0.5  # a context term next to an explicit one of its category
 CONTEXT_FREE = 10  # context terms of one category in one window that count without an explicit term
 
 _TOKEN = re.compile(r"[a-z0-9@$*!]*[a-z0-9@$*](?:'[a-z]+)?")
-_SPELLED = re.compile(r"(?<![a-z0-9*])[a-z]([.\-_ ])(?:[a-z]\1){1,}[a-z](?![a-z0-9*])")  # f.u.c.k, s h i t
+_SPELLED = re.compile(r"(?<![a-z0-9*])[a-z]([.\-_])(?:[a-z]\1){1,}[a-z](?![a-z0-9*])")  # f.u.c.k, s-h-i-t
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
 _REPEAT = re.compile(r"([a-z])\1{2,}")
 
@@ -105,15 +105,16 @@ def _deobfuscate(token: str, lex: Lexicon) -> str:
     return plain
 
 
-_ODD = re.compile(r"[a-z][0-9@$*!]|[0-9@$*!][a-z]")  # a letter next to 0-9@$*!: maybe leetspeak or masking
+_ODD = re.compile(r"[a-z][0-9@$*!]+[a-z]")  # 0-9@$*! between letters: maybe leetspeak or masking
+_SPELLED_HINT = re.compile(r"[a-z][.\-_][a-z][.\-_][a-z]")  # cheap pre-check for _SPELLED
 
 
 def tokens(text: str, lex: Lexicon) -> list[str]:
-    """Lower-case word tokens, de-obfuscated: spelled-out words joined, runs of 3+ letters shortened
+    """Lower-case word tokens, de-obfuscated: spelled-out words joined (f.u.c.k, s-h-i-t), runs of 3+ letters shortened
     to one, leetspeak and masked spellings of explicit words resolved."""
     low = text.lower()
-    if _SPELLED.search(low):
-        low = _SPELLED.sub(lambda m: re.sub(r"[.\-_ ]", "", m.group()), low)
+    if _SPELLED_HINT.search(low) and _SPELLED.search(low):
+        low = _SPELLED.sub(lambda m: re.sub(r"[.\-_]", "", m.group()), low)
     if _REPEAT.search(low):
         low = _REPEAT.sub(r"\1", low)
     toks = _TOKEN.findall(low)

@@ -72,6 +72,9 @@ def run(args) -> EvalReport:
     groups = [p[0] for p in pages]
     texts = [p[2] for p in pages]
     reasons, counters = ours(texts, [p[3] for p in pages], args.model)
+    from corpus.web import safety_model
+
+    model_only = list(safety_model.score(texts, Path(args.model)) > safety_model.threshold(Path(args.model)))
     peer = [float(s) > 0.5 for s in predict_prob(texts)]
     c4 = c4_rule(texts)
     rows = []
@@ -80,6 +83,7 @@ def run(args) -> EvalReport:
         unsafe = g in UNSAFE
         row = {"group": g, "kind": "unsafe: recall" if unsafe else "safe: false drops", "pages": len(idx),
                "ours": sum(reasons[i] is not None for i in idx) / len(idx),
+               "our_model_alone": sum(model_only[i] for i in idx) / len(idx),
                "alt_profanity_check": sum(peer[i] for i in idx) / len(idx),
                "c4_ldnoobw_rule": sum(c4[i] for i in idx) / len(idx)}
         rows.append(row)
@@ -108,6 +112,8 @@ def run(args) -> EvalReport:
     report.targets[f"news-like false drops {news:.4f} <= {MAX_FALSE_DROP}"] = news <= MAX_FALSE_DROP
     report.targets[f"health-like false drops {health:.4f} <= {MAX_FALSE_DROP}"] = health <= MAX_FALSE_DROP
     report.targets[f"recall over all unsafe categories {recall:.4f} >= {MIN_RECALL}"] = recall >= MIN_RECALL
+    report.notes.append("our_model_alone: the page model at its manifest threshold without the word evidence the "
+                        "filter requires (shows what the model would do alone)")
     report.notes.append("written pages are small (8 eval sentences per group); real news/health pages are few "
                         "(the shared data holds few English news and health pages); see corpus/web/safety_data.py")
     return report

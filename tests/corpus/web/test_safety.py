@@ -125,7 +125,7 @@ def test_model_manifest_and_threshold_rule():
 
 @pytest.mark.slow
 def test_model_retrains_from_shared_data_with_genre_check(tmp_path, shared_data):
-    manifest = safety_model.train(shared_data, tmp_path / "m.npz", None)
+    manifest = safety_model.train(shared_data, tmp_path / "m.npz", None, web_limit=80)  # 80 pages: a quick test
     m = manifest["metrics"]
     assert m["dev_auc_chat_only"] > 0.8 and m["dev_ordinary_false_drop_at_threshold"] <= 0.005
     assert abs(m["dev_mean_score_safe_chat"] - m["dev_mean_score_safe_prose"]) < 0.1  # safe chat is not scored as unsafe
