@@ -108,7 +108,8 @@ def _default_windows() -> dict[str, float]:
 class WebSafetyFilterConfig:
     # a category's worst-window score at or above this drops (explicit terms count 1, context terms 0.5)
     min_window: dict[str, float] = field(default_factory=_default_windows)
-    max_explicit_ratio: float | None = 0.02  # explicit terms per word over the whole page
+    max_explicit_ratio: float | None = 0.02  # explicit terms per word over the whole page (all categories) ...
+    min_explicit: int = 3  # ... with at least this many of them (one word in a short page is not enough)
     drop_domains: bool = True  # strong hosts alone; weak hosts with sexual words (window >= 1)
     drop_url_words: bool = True  # sexual URL words together with sexual words on the page (window >= 1)
     # model: above max_score (None: the threshold in the model's manifest, chosen from a false-drop budget)
@@ -152,6 +153,7 @@ class WebSafetyFilter(Filter):
         domain = table.column("safety__domain").to_numpy(zero_copy_only=False)
         url_sexual = table.column("safety__url_sexual").to_numpy(zero_copy_only=False)
         ratio = table.column("safety__explicit_ratio").to_numpy(zero_copy_only=False)
+        n_explicit = table.column("safety__explicit").to_numpy(zero_copy_only=False)
         score = pc.fill_null(table.column("safety__score"), 0.0).to_numpy(zero_copy_only=False)
         sexual = win[:, CATEGORIES.index("sexual")] >= 1
         words = (win[:, :CATEGORIES.index("profanity")] >= 1).any(axis=1) if n else np.zeros(0, bool)
@@ -166,7 +168,8 @@ class WebSafetyFilter(Filter):
                 reasons[i], cats[i] = "url_and_words", "sexual"
             elif over[i, worst] >= 1:
                 reasons[i], cats[i] = f"words_{CATEGORIES[worst]}", CATEGORIES[worst]
-            elif cfg.max_explicit_ratio is not None and ratio[i] > cfg.max_explicit_ratio:
+            elif cfg.max_explicit_ratio is not None and ratio[i] > cfg.max_explicit_ratio \
+                    and n_explicit[i] >= cfg.min_explicit:
                 reasons[i], cats[i] = "explicit_ratio", CATEGORIES[worst]
             elif score[i] > self._max_score and (words[i] or score[i] > cfg.max_score_alone):
                 reasons[i], cats[i] = ("model_and_words", CATEGORIES[worst]) if words[i] else ("model", "model")

@@ -130,3 +130,13 @@ def test_model_retrains_from_shared_data_with_genre_check(tmp_path, shared_data)
     assert m["dev_auc_chat_only"] > 0.8 and m["dev_ordinary_false_drop_at_threshold"] <= 0.005
     assert abs(m["dev_mean_score_safe_chat"] - m["dev_mean_score_safe_prose"]) < 0.1  # safe chat is not scored as unsafe
     assert (tmp_path / "m.json").is_file() and 0 < manifest["threshold"] < 1
+
+
+def test_page_ratio_needs_several_explicit_terms():
+    texts = ["What a shit day, the train was late again and it rained all afternoon.",  # 1 explicit term: kept
+             "Free porno here, the kike owners do not care, fuck them."]  # 3 terms, 3 categories, no window limit
+    scored = stage_class("web_safety_v2")(NO_PACKAGE)(table_of(texts))
+    assert scored.table.column("safety__explicit").to_pylist() == [1, 3]
+    result = stage_class("web_safety_filter_v2")({})(scored.table)
+    assert result.table.column("id").to_pylist() == ["d0"]
+    assert result.rejects.column("drop_reason").to_pylist() == ["explicit_ratio"]
