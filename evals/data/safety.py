@@ -17,6 +17,7 @@ predict_prob > 0.5, its default) and the C4 rule (a page with any LDNOOBW word d
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from corpus.web.safety_model import MODEL_PATH
 
     repo = Path(__file__).resolve().parents[2]
-    parser.add_argument("--data", default=str(repo.parent / "shared" / "data"), help="shared data folder")
+    parser.add_argument("--data", default=os.environ.get("CIDERMILL_SHARED_DATA", str(repo.parent / "shared" / "data")),
+                        help="shared data folder (default $CIDERMILL_SHARED_DATA or ../shared/data)")
     parser.add_argument("--cache", default=str(repo / "data" / "evals" / "safety_web_pages.jsonl"),
                         help="jsonl cache of the extracted web pages (made if missing)")
     parser.add_argument("--model", default=str(MODEL_PATH))
