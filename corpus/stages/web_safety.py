@@ -162,14 +162,17 @@ class WebSafetyFilterConfig:
                 f"max_explicit_ratio must be > 0; got {self.max_explicit_ratio}")
         require(self.max_score is None or 0 <= self.max_score <= 1, f"max_score must be in [0, 1]; got {self.max_score}")
         require(0 <= self.max_score_alone <= 1, f"max_score_alone must be in [0, 1]; got {self.max_score_alone}")
+        require(self.min_window_other is None or self.min_window_other >= 1,
+                f"min_window_other must be >= 1 or null; got {self.min_window_other}")
 
 
 @register
 class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`,
     `url_and_words`, `words_<category>` (the category furthest over its window threshold),
-    `words_other_language`, `explicit_ratio`, `model_and_words`, `model`. Counters `dropped_<category>` attribute every drop to a category
-    (domains and URLs to sexual, the model to the page's worst word category, else `model`)."""
+    `words_other_language`, `explicit_ratio`, `model_and_words`, `model`. Counters `dropped_<category>`
+    attribute every drop to a category (domains and URLs to sexual, the model to the page's worst word
+    category, else `model`)."""
 
     name = "web_safety_filter_v2"
     Config = WebSafetyFilterConfig
