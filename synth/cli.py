@@ -100,7 +100,6 @@ def cmd_coding(args) -> int:
 
 def cmd_sandbox_check(args) -> int:
     import collections
-    import os
     import time
 
     from .coding.benchmarks import humaneval_judge_job, load_humaneval
