@@ -36,7 +36,10 @@ def test_transformer_engine_configs_have_it_in_the_gpu_requirements():
 
     root = CONFIGS.parents[1]
     gpu_reqs = (root / "requirements/gpu/train.txt").read_text()
-    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    # the gpu extra is read from requirements files (pyproject's [tool.setuptools.dynamic])
+    files = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["dynamic"][
+        "optional-dependencies"]["gpu"]["file"]
+    extra = [line.strip() for f in files for line in (root / f).read_text().splitlines()]
     te_configs = [p.name for p in CONFIGS.glob("*.yaml") if load_config(p).parallel.kernels == "transformer_engine"]
     assert te_configs  # the full-size configs
     assert any(line.startswith("transformer-engine[pytorch]") for line in gpu_reqs.splitlines())
