@@ -97,10 +97,10 @@ def evaluate(model, packs, micro_batch: int) -> dict:
 
 
 def audit(cfg, *, n: int = 1, out=print) -> None:
-    """Print the first `n` training packs with their masked spans marked."""
+    """Print `n` training packs (those holding the most conversations first) with masked spans marked."""
     data = prepare(cfg)
     out(f"[{cfg.name}] {data.counters}")
-    for p in data.train[:n]:
+    for p in sorted(data.train, key=lambda p: -len(p.lengths))[:n]:
         out(describe(p, data.tokenizer.decode))
 
 
