@@ -68,6 +68,7 @@ class RMConfig:
     level_probs: tuple[float, ...] = (0.95, 0.85, 0.75, 0.65)
     # alpaca_eval: strength |2·(preference - 1.5)| >= threshold k -> level k (first match), else the last level
     strength_thresholds: tuple[float, ...] = (0.9, 0.6, 0.3)
+    binary_level: int = 1  # level of pairs from binary sources (hh_rlhf, llamafactory): "better"
     grading_weight: float = 0.1  # lambda on the grading heads' cross-entropy
     grading_heads: tuple[tuple[str, int], ...] = ()  # (property, number of grade classes)
     head_hidden: int = 0  # grading MLP width; 0 = the model's hidden size
