@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
                          ("rm", "reward model: soft-label Bradley-Terry + grading heads, from an SFT checkpoint"),
                          ("dpo", "DPO or IPO (dpo.loss) against cached reference log-probs")):
         pt = tsub.add_parser(method, help=text)
-        pt.add_argument("config", help="post-training run config YAML (configs/train/*-%s.yaml)" % method)
+        pt.add_argument("config", help="post-training run config YAML (configs/train/post/*-%s.yaml)" % method)
         pt.add_argument("--steps", type=int, help="override steps")
         pt.add_argument("--out-dir", help="override out_dir")
         pt.add_argument("--init-from", help="override init_from (checkpoint)")

@@ -118,6 +118,11 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
     `evaluate()` -> held-out figures (logged and written to the manifest)."""
     from .trainer import TrainResult, optimizer_step
 
+    import torch.distributed as dist
+
+    if dist.is_initialized() and dist.get_world_size() > cfg.parallel.tensor_parallel:
+        raise ConfigError(f"{cfg.name}: the post-training loop has no data parallelism yet; run with as many "
+                          f"ranks as parallel.tensor_parallel ({cfg.parallel.tensor_parallel})")
     parallel.seed_everything(cfg.seed)
     optimizer = build_optimizer(model, cfg.optim)
     schedule = cfg.optim.schedule(cfg.steps)

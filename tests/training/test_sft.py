@@ -181,3 +181,15 @@ def test_audit_cli_prints_a_packed_sample_with_masked_spans(tmp_path, capsys):
     assert "--- conversation 1 (positions 0.." in out and "--- conversation 2" in out
     assert "[[|user|>\n" in out and "<|end|>\n<|assistant|>\n]]" in out  # prompt + header masked
     assert "kto_label_false" in out
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs/train/post").glob("*.yaml")), ids=lambda p: p.name)
+def test_post_training_configs_validate(path):
+    from training.post_config import load_config
+
+    cfg = load_config(path)
+    assert cfg.method in path.stem and cfg.data.sources
+    if cfg.method == "dpo":
+        assert cfg.dpo.loss in ("dpo", "ipo")
+    if path.stem.startswith("tiny"):  # the CPU configs read data that ships with the repository
+        assert all((REPO / s.path).is_file() for s in cfg.data.sources)
