@@ -168,3 +168,41 @@ def pair_batch(items: list[PairItem], seq_length: int, pad_id: int) -> dict[str,
     batch["last_index"] = torch.tensor([sum(p.lengths) - 1 for p in packs])  # last real position per row
     batch["level"] = torch.tensor([it.pair.level for it in items])
     return batch
+
+
+# USR Topical-Chat gradings (UniEval's packaging): several systems' responses to the same dialogue, each
+# graded by annotators (averaged). Classes per property: round the mean to the scale's nearest step.
+USR_GRADES = {"understandability": (0, 1), "naturalness": (1, 3), "coherence": (1, 3), "engagingness": (1, 3),
+              "groundedness": (0, 1)}
+
+
+def usr_graded_pairs(records: list[dict], *, level_gaps=(2.0, 1.0, 0.5), where: str = "usr") -> list[dict]:
+    """`graded` pair records from single-sided Likert gradings: every two responses to the same dialogue
+    whose `overall` means differ by at least the last gap; the level is the first gap the difference
+    reaches (2.0 -> significantly better ... 0.5 -> slightly better); grades per property become classes."""
+    by_dialogue: dict[str, list[dict]] = {}
+    for i, r in enumerate(records):
+        if "scores" not in r or "overall" not in r["scores"]:
+            raise record_error(f"{where} record {i}", "no scores.overall")
+        by_dialogue.setdefault(r["source"] + "\x00" + r.get("context", ""), []).append(r)
+    out = []
+    for rs in by_dialogue.values():
+        for a in range(len(rs)):
+            for b in range(a + 1, len(rs)):
+                x, y = rs[a], rs[b]
+                gap = x["scores"]["overall"] - y["scores"]["overall"]
+                if abs(gap) < level_gaps[-1] or x["system_output"] == y["system_output"]:
+                    continue
+                win, lose = (x, y) if gap > 0 else (y, x)
+                level = next(k for k, g in enumerate(level_gaps) if abs(gap) >= g)
+                prompt = ((f"Fact: {win.get('context', '')}\n" if win.get("context") else "")
+                          + f"Dialogue so far: {win['source']}\nReply to the dialogue.")
+                out.append({"messages": [{"role": "user", "content": prompt}], "chosen": win["system_output"],
+                            "rejected": lose["system_output"], "level": level,
+                            "grades_chosen": _usr_classes(win["scores"]),
+                            "grades_rejected": _usr_classes(lose["scores"])})
+    return out
+
+
+def _usr_classes(scores: dict) -> dict:
+    return {k: int(round(scores[k])) - lo for k, (lo, _) in USR_GRADES.items() if k in scores}

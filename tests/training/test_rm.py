@@ -81,3 +81,32 @@ def test_tiny_rm_on_real_pairs_reports_per_level_figures(tmp_path):
     # chance at this scale; the issue note gives the numbers)
     assert sum(r.losses[-5:]) / 5 < math.log(2) - 0.1, r.losses
     assert "ECE" in end["report"]
+
+
+@pytest.mark.slow
+def test_grading_heads_train_on_usr_topical_chat_gradings(tmp_path, shared_data):
+    """Reads ../shared (USR Topical-Chat Likert gradings, research-use licence: not shipped in the repo)."""
+    import json
+
+    from training.post_config import from_dict
+    from training.prefs import USR_GRADES, usr_graded_pairs
+    from training.reward import train_rm
+
+    records = json.loads((shared_data / "preference/usr_topicalchat_unieval/topical_chat.json").read_text())
+    pairs = usr_graded_pairs(records)
+    assert len(pairs) > 300 and {p["level"] for p in pairs} == {0, 1, 2}
+    assert all(0 <= p["grades_chosen"]["naturalness"] <= 2 for p in pairs)
+    path = tmp_path / "usr_pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs[:120]))
+    heads = [[k, hi - lo + 1] for k, (lo, hi) in USR_GRADES.items()]
+    cfg = from_dict({
+        "name": "t-rm-graded", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+        "data": {"sources": [{"path": str(path), "format": "graded"}], "valid_fraction": 0.2},
+        "seq_length": 256, "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 2,
+                                     "mup_base_width": 64},
+        "rm": {"grading_heads": heads, "grading_weight": 0.5}, "global_batch": 8, "micro_batch": 8,
+        "steps": 15, "seed": 3, "out_dir": str(tmp_path / "rm"), "log_every": 0})
+    r = train_rm(cfg, log=lambda *_: None)
+    grading = [m["grading_ce"] for m in r.metrics]
+    assert sum(grading[-5:]) / 5 < sum(grading[:3]) / 3  # the heads' cross-entropy falls
+    assert set(r.evals[-1][1]["accuracy_by_level"]) <= {0, 1, 2}
