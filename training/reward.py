@@ -117,7 +117,7 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     def loss_fn(m, b):
         r, g = m(b)
         loss, delta, grading = rm_loss(r, g, b, level_probs=probs, grading_weight=rmc.grading_weight)
-        return loss, {"accuracy": float((delta.detach() > 0).float().mean()), "grading_ce": float(grading)}
+        return loss, {"accuracy": float((delta.detach() > 0).float().mean()), "grading_ce": float(grading.detach())}
 
     start = evaluate()
     result = run_loop(cfg, model, n_items=len(train), micro_batch_at=lambda idx: batch_of([train[i] for i in idx]),

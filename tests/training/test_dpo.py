@@ -89,3 +89,17 @@ def test_tiny_run_on_real_pairs_moves_held_out_margins_and_reuses_the_reference_
                            dpo={"loss": loss, "beta": beta, "cache_dir": str(tmp_path / "ref-logp-cache")}),
                    log=lambda *_: None)
     assert r2.reference_cache == "hit"
+
+
+@pytest.mark.slow
+def test_dpo_resumes_exactly(tmp_path, sft_checkpoint):
+    from training.dpo import train_dpo
+
+    cache = {"loss": "dpo", "beta": 0.1, "cache_dir": str(tmp_path / "cache")}
+    full = train_dpo(dpo_cfg(tmp_path / "full", sft_checkpoint, steps=4, dpo=cache), log=lambda *_: None)
+    train_dpo(dpo_cfg(tmp_path / "cut", sft_checkpoint, steps=4, dpo=cache), stop_after=2, log=lambda *_: None)
+    resumed = train_dpo(dpo_cfg(tmp_path / "cut", sft_checkpoint, steps=4, dpo=cache), resume="auto",
+                        log=lambda *_: None)
+    assert resumed.reference_cache == "hit" and resumed.losses == full.losses[2:]
+    a, b = torch.load(full.checkpoint / "model.pt"), torch.load(resumed.checkpoint / "model.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a if torch.is_tensor(a[k]))
