@@ -148,14 +148,14 @@ def _sharegpt_turn(turn: dict, where: str) -> dict:
         try:
             call = json.loads(turn["value"])
         except (json.JSONDecodeError, TypeError):
-            raise record_error(where, f"function_call turn is not JSON") from None
+            raise record_error(where, "function_call turn is not JSON") from None
         return {"role": "assistant", "content": "", "tool_calls": [call]}
     return {"role": role, "content": str(turn.get("value", ""))}
 
 
 def _check(messages: list[dict], where: str) -> list[dict]:
     if not messages:
-        raise record_error(where, f"empty conversation")
+        raise record_error(where, "empty conversation")
     for m in messages:
         if m.get("role") not in ROLES:
             raise record_error(where, f"unknown role {m.get('role')!r} (known: {ROLES})")

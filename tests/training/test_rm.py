@@ -110,3 +110,24 @@ def test_grading_heads_train_on_usr_topical_chat_gradings(tmp_path, shared_data)
     grading = [m["grading_ce"] for m in r.metrics]
     assert sum(grading[-5:]) / 5 < sum(grading[:3]) / 3  # the heads' cross-entropy falls
     assert set(r.evals[-1][1]["accuracy_by_level"]) <= {0, 1, 2}
+
+
+@pytest.mark.slow
+def test_rm_resumes_exactly(tmp_path):
+    from training.post_config import from_dict
+    from training.reward import train_rm
+
+    def cfg(out):
+        return from_dict({
+            "name": "t-rm-resume", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+            "data": {"sources": [{"path": ALPACA, "max_records": 40, "format": "alpaca_eval"}]},
+            "seq_length": 128, "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 1},
+            "rm": {}, "global_batch": 4, "micro_batch": 4, "steps": 4, "seed": 3, "out_dir": str(out),
+            "log_every": 0})
+
+    full = train_rm(cfg(tmp_path / "full"), log=lambda *_: None)
+    train_rm(cfg(tmp_path / "cut"), stop_after=2, log=lambda *_: None)
+    resumed = train_rm(cfg(tmp_path / "cut"), resume="auto", log=lambda *_: None)
+    assert resumed.losses == full.losses[2:]
+    a, b = torch.load(full.checkpoint / "model.pt"), torch.load(resumed.checkpoint / "model.pt")
+    assert "score.weight" in a and all(torch.equal(a[k], b[k]) for k in a if torch.is_tensor(a[k]))
