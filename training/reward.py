@@ -127,3 +127,48 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     result.evals.insert(0, (0, start))
     log(result.evals[-1][1]["report"])
     return result
+
+
+def load_reward_model(checkpoint: str):
+    """(RewardModel, its PostTrainConfig) from an RM checkpoint (directory or run directory)."""
+    from . import checkpoint as ckpt
+    from .post_config import from_dict
+
+    info = ckpt.open_checkpoint(checkpoint)
+    raw = dict(info.manifest["config"])
+    raw["model"] = {"shape": raw["model"].pop("name"), **raw["model"]}
+    raw["init_from"] = None
+    cfg = from_dict(raw, where=str(info.directory))
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    model = RewardModel(build_gpt(cfg), hidden=cfg.model.hidden_size, grading_heads=cfg.rm.grading_heads,
+                        head_hidden=cfg.rm.head_hidden).to(parallel.device())
+    ckpt.load_weights(info, model)
+    model.eval()
+    return model, cfg
+
+
+@torch.no_grad()
+def preference_eval(checkpoint: str, path: str, *, fmt: str = "auto", max_records: int | None = None,
+                    micro_batch: int = 8) -> dict:
+    """Held-out figures of an RM checkpoint on a pair file: pairwise_report (accuracy and ECE per level)
+    plus a printable table under "table". For `eval model RM --tasks preference`."""
+    import dataclasses
+
+    from .post_config import SourceConfig
+
+    model, cfg = load_reward_model(checkpoint)
+    tokenizer = load_tokenizer(cfg.tokenizer)
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(
+        cfg.data, sources=(SourceConfig(path=path, format=fmt, max_records=max_records),), valid_fraction=0.5))
+    train, valid, _ = load_pairs(dataclasses.replace(cfg, valid_max=10**9), tokenizer)
+    items = train + valid  # every pair of the file (the split only orders them)
+    deltas, levels = [], []
+    for at in range(0, len(items), micro_batch):
+        chunk = items[at: at + micro_batch]
+        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id).items()}
+        r, _ = model(b)
+        deltas += (r[: len(chunk)] - r[len(chunk):]).tolist()
+        levels += b["level"].tolist()
+    report = pairwise_report(deltas, levels, cfg.rm.level_probs)
+    report["table"] = format_report(report)
+    return report

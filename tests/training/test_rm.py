@@ -131,3 +131,9 @@ def test_rm_resumes_exactly(tmp_path):
     assert resumed.losses == full.losses[2:]
     a, b = torch.load(full.checkpoint / "model.pt"), torch.load(resumed.checkpoint / "model.pt")
     assert "score.weight" in a and all(torch.equal(a[k], b[k]) for k in a if torch.is_tensor(a[k]))
+
+    # the function `eval model --tasks preference` can call: every pair of a file, per level
+    from training.reward import preference_eval
+
+    rep = preference_eval(str(resumed.checkpoint), HH, fmt="hh_rlhf", max_records=12)
+    assert rep["pairs"] == 12 and set(rep["levels"]) == {1} and "ECE" in rep["table"]
