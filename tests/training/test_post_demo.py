@@ -15,3 +15,4 @@ def test_post_demo_runs_and_prints_held_out_figures(tmp_path, capsys):
     assert "ECE" in out and "preference accuracy" in out
     d0, d1 = figures["dpo"]
     assert d0["reward_margin"] == 0.0 and d1["reward_margin"] != 0.0
+    assert figures["ipo_cache"] == "hit"  # same data and reference as the DPO run
