@@ -17,7 +17,8 @@ from .pipeline import load_pipeline
 from .report import stats_table
 
 # Later areas add a module with `run(root: str) -> None`; missing ones are skipped.
-DEMO_STEPS = ["corpus.classify.demo", "corpus.mix_demo", "synth.demo", "training.demo", "evals.model.demo"]
+DEMO_STEPS = ["corpus.classify.demo", "corpus.mix_demo", "synth.demo", "training.demo", "evals.model.demo",
+              "training.post_demo"]
 
 
 def run_configs(root: str, pattern: str = "configs/demo/*.yaml") -> None:

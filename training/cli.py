@@ -58,6 +58,21 @@ def add_parser(sub) -> None:
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     pl.set_defaults(func=cmd_plan)
 
+    for method, text in (("sft", "supervised fine-tuning on conversations (chat template, loss mask, packing)"),
+                         ("rm", "reward model: soft-label Bradley-Terry + grading heads, from an SFT checkpoint"),
+                         ("dpo", "DPO or IPO (dpo.loss) against cached reference log-probs")):
+        pt = tsub.add_parser(method, help=text)
+        pt.add_argument("config", help="post-training run config YAML (configs/train/post/*-%s.yaml)" % method)
+        pt.add_argument("--steps", type=int, help="override steps")
+        pt.add_argument("--out-dir", help="override out_dir")
+        pt.add_argument("--init-from", help="override init_from (checkpoint)")
+        pt.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
+        if method == "sft":
+            pt.add_argument("--audit", action="store_true",
+                            help="print packed samples with masked spans marked [[...]], then stop")
+            pt.add_argument("--audit-packs", type=int, default=1)
+        pt.set_defaults(func=cmd_post, method=method)
+
     show = tsub.add_parser("show", help="print a checkpoint's manifest")
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
@@ -197,4 +212,31 @@ def cmd_export_hf(args) -> int:
     from .export_hf import export_hf
 
     print(f"exported {args.checkpoint} to {export_hf(args.checkpoint, args.out)} (Qwen3ForCausalLM)")
+    return 0
+
+
+def cmd_post(args) -> int:
+    from manifests.errors import ConfigError
+
+    from .post_config import load_config
+
+    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
+    if cfg.method != args.method:
+        raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
+    if args.method == "sft":
+        from .sft import audit, train_sft
+
+        if args.audit:
+            audit(cfg, n=args.audit_packs)
+            return 0
+        result = train_sft(cfg, resume=args.resume, log=_log)
+    elif args.method == "rm":
+        from .reward import train_rm
+
+        result = train_rm(cfg, resume=args.resume, log=_log)
+    else:
+        from .dpo import train_dpo
+
+        result = train_dpo(cfg, resume=args.resume, log=_log)
+    _log(f"checkpoint {result.checkpoint}")
     return 0

@@ -1,0 +1,139 @@
+"""Reward model: soft-label Bradley-Terry and grading heads against hand computations; per-level report;
+a tiny run on real pairs (AlpacaEval strengths -> levels, hh-rlhf binary pairs)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from training.pref_eval import pairwise_report
+from training.reward import rm_loss, soft_bt_loss
+
+from .test_sft import REPO
+
+ALPACA = str(REPO / "data/samples/preference/alpaca_eval/fusechat_weighted.json.gz")
+HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test_first800.jsonl.gz")
+
+
+def _sig(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def test_soft_bt_loss_matches_a_hand_computation():
+    for delta, p in ((0.7, 0.85), (-1.2, 0.95), (0.0, 0.65)):
+        want = -(p * math.log(_sig(delta)) + (1 - p) * math.log(_sig(-delta)))
+        got = float(soft_bt_loss(torch.tensor(delta, dtype=torch.float64), torch.tensor(p, dtype=torch.float64)))
+        assert abs(got - want) < 1e-12
+    # its minimum over delta is at sigma(delta) = p: the model is pushed to calibrated odds, not to infinity
+    d = torch.linspace(-5, 5, 10001, dtype=torch.float64)
+    best = d[soft_bt_loss(d, torch.tensor(0.75, dtype=torch.float64)).argmin()]
+    assert abs(_sig(float(best)) - 0.75) < 1e-3
+
+
+def test_rm_loss_adds_lambda_times_grading_cross_entropy():
+    rewards = torch.tensor([1.0, 0.2, 0.5, 0.9], dtype=torch.float64)  # chosen 0,1 then rejected 0,1
+    logits = {"truthful": torch.tensor([[2.0, 0.0], [0.0, 1.0], [0.5, 0.5], [1.0, 3.0]], dtype=torch.float64)}
+    batch = {"level": torch.tensor([0, 3]), "grades": {"truthful": torch.tensor([0, 1, -100, 0])}}
+    probs = torch.tensor([0.95, 0.85, 0.75, 0.65], dtype=torch.float64)
+    loss, delta, grading = rm_loss(rewards, logits, batch, level_probs=probs, grading_weight=0.3)
+    bt = [-(0.95 * math.log(_sig(0.5)) + 0.05 * math.log(_sig(-0.5))),
+          -(0.65 * math.log(_sig(-0.7)) + 0.35 * math.log(_sig(0.7)))]
+    ce = [-math.log(math.exp(2) / (math.exp(2) + 1)), -math.log(math.exp(1) / (math.exp(1) + 1)),
+          -math.log(math.exp(1) / (math.exp(1) + math.exp(3)))]  # the -100 row has no grade
+    want = sum(bt) / 2 + 0.3 * sum(ce) / 3
+    assert abs(float(loss) - want) < 1e-12
+    assert torch.allclose(delta, torch.tensor([0.5, -0.7], dtype=torch.float64))
+
+
+def test_pairwise_report_accuracy_and_ece_per_level():
+    rep = pairwise_report([2.0, -1.0, 0.0, 0.3], [0, 0, 1, 1], [0.95, 0.85])
+    l0, l1 = rep["levels"][0], rep["levels"][1]
+    assert l0["accuracy"] == 0.5 and l1["accuracy"] == 0.75  # a tie counts one half
+    # level 0: sigma 0.8808 and 0.2689 in different bins -> 0.5·|0.8808-0.95| + 0.5·|0.2689-0.95|
+    want0 = 0.5 * abs(_sig(2) - 0.95) + 0.5 * abs(_sig(-1) - 0.95)
+    assert abs(l0["ece"] - want0) < 1e-12
+    # level 1: sigma 0.5 and 0.5744 share bin 5 -> |mean - 0.85|
+    assert abs(l1["ece"] - abs((0.5 + _sig(0.3)) / 2 - 0.85)) < 1e-12
+
+
+@pytest.mark.slow
+def test_tiny_rm_on_real_pairs_reports_per_level_figures(tmp_path):
+    from training.post_config import from_dict
+    from training.reward import train_rm
+
+    cfg = from_dict({
+        "name": "t-rm", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+        "data": {"sources": [{"path": HH, "max_records": 20, "format": "hh_rlhf"},
+                             {"path": ALPACA, "max_records": 40, "format": "alpaca_eval"}],
+                 "valid_fraction": 0.2},
+        "seq_length": 256, "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 2,
+                                     "mup_base_width": 64},
+        "rm": {}, "global_batch": 8, "micro_batch": 8, "steps": 30, "seed": 3,
+        "out_dir": str(tmp_path / "rm"), "log_every": 0})
+    r = train_rm(cfg, log=lambda *_: None)
+    start, end = r.evals[0][1], r.evals[-1][1]
+    assert start["accuracy"] == 0.5  # zero-initialised head: every delta is 0
+    assert set(end["ece_by_level"]) >= {1}  # hh-rlhf pairs are binary -> level 1
+    assert len(end["ece_by_level"]) >= 3  # alpaca strengths spread over levels
+    # the wiring learns: ~45 training pairs are fitted (held-out accuracy of a byte-level tiny RM stays near
+    # chance at this scale; the issue note gives the numbers)
+    assert sum(r.losses[-5:]) / 5 < math.log(2) - 0.1, r.losses
+    assert "ECE" in end["report"]
+
+
+@pytest.mark.slow
+def test_grading_heads_train_on_usr_topical_chat_gradings(tmp_path, shared_data):
+    """Reads ../shared (USR Topical-Chat Likert gradings, research-use licence: not shipped in the repo)."""
+    import json
+
+    from training.post_config import from_dict
+    from training.prefs import USR_GRADES, usr_graded_pairs
+    from training.reward import train_rm
+
+    records = json.loads((shared_data / "preference/usr_topicalchat_unieval/topical_chat.json").read_text())
+    pairs = usr_graded_pairs(records)
+    assert len(pairs) > 300 and {p["level"] for p in pairs} == {0, 1, 2}
+    assert all(0 <= p["grades_chosen"]["naturalness"] <= 2 for p in pairs)
+    path = tmp_path / "usr_pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs[:120]))
+    heads = [[k, hi - lo + 1] for k, (lo, hi) in USR_GRADES.items()]
+    cfg = from_dict({
+        "name": "t-rm-graded", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+        "data": {"sources": [{"path": str(path), "format": "graded"}], "valid_fraction": 0.2},
+        "seq_length": 256, "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 2,
+                                     "mup_base_width": 64},
+        "rm": {"grading_heads": heads, "grading_weight": 0.5}, "global_batch": 8, "micro_batch": 8,
+        "steps": 15, "seed": 3, "out_dir": str(tmp_path / "rm"), "log_every": 0})
+    r = train_rm(cfg, log=lambda *_: None)
+    grading = [m["grading_ce"] for m in r.metrics]
+    assert sum(grading[-5:]) / 5 < sum(grading[:3]) / 3  # the heads' cross-entropy falls
+    assert set(r.evals[-1][1]["accuracy_by_level"]) <= {0, 1, 2}
+
+
+@pytest.mark.slow
+def test_rm_resumes_exactly(tmp_path):
+    from training.post_config import from_dict
+    from training.reward import train_rm
+
+    def cfg(out):
+        return from_dict({
+            "name": "t-rm-resume", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+            "data": {"sources": [{"path": ALPACA, "max_records": 40, "format": "alpaca_eval"}]},
+            "seq_length": 128, "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 1},
+            "rm": {}, "global_batch": 4, "micro_batch": 4, "steps": 4, "seed": 3, "out_dir": str(out),
+            "log_every": 0})
+
+    full = train_rm(cfg(tmp_path / "full"), log=lambda *_: None)
+    train_rm(cfg(tmp_path / "cut"), stop_after=2, log=lambda *_: None)
+    resumed = train_rm(cfg(tmp_path / "cut"), resume="auto", log=lambda *_: None)
+    assert resumed.losses == full.losses[2:]
+    a, b = torch.load(full.checkpoint / "model.pt"), torch.load(resumed.checkpoint / "model.pt")
+    assert "score.weight" in a and all(torch.equal(a[k], b[k]) for k in a if torch.is_tensor(a[k]))
+
+    # the function `eval model --tasks preference` can call: every pair of a file, per level
+    from training.reward import preference_eval
+
+    rep = preference_eval(str(resumed.checkpoint), HH, fmt="hh_rlhf", max_records=12)
+    assert rep["pairs"] == 12 and set(rep["levels"]) == {1} and "ECE" in rep["table"]

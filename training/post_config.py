@@ -1,0 +1,175 @@
+"""Run configuration of the post-training recipes (`train sft | rm | dpo`): YAML onto frozen dataclasses.
+
+Data are explicit files (JSON list, JSONL, optionally .gz) with a weight each; the run's data id is the
+SHA-256 of their bytes, the weights and the template, and is what checkpoints and the reference-log-prob
+cache are keyed on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from manifests.errors import ConfigError
+
+from .chat import TemplateConfig
+from .model.shapes import ModelShape, get_shape
+from .optim.builder import OptimConfig
+from .parallel import ParallelConfig
+
+METHODS = ("sft", "rm", "dpo")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceConfig:
+    path: str  # a .json / .jsonl file (optionally .gz)
+    weight: float = 1.0  # share of this source's records drawn per epoch (> 1 repeats them)
+    format: str = "auto"  # sft: auto; pairs: llamafactory | hh_rlhf | alpaca_eval | auto
+    max_records: int | None = None  # first N records only (after reading, before the held-out split)
+
+    def __post_init__(self):
+        if self.weight <= 0:
+            raise ConfigError(f"data source {self.path}: weight must be > 0; got {self.weight}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostDataConfig:
+    sources: tuple[SourceConfig, ...]
+    valid_fraction: float = 0.1  # of each source's records, held out before weighting
+    seed: int = 1234  # shuffling and the held-out split
+
+    def __post_init__(self):
+        if not self.sources:
+            raise ConfigError("data.sources: give at least one {path, weight}")
+        if not 0 < self.valid_fraction < 1:
+            raise ConfigError(f"data.valid_fraction must be in (0, 1); got {self.valid_fraction}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPOConfig:
+    loss: str = "dpo"  # dpo | ipo
+    beta: float = 0.1  # dpo: inverse temperature; ipo: the regulariser tau (target margin 1/(2 tau))
+    reference: str | None = None  # reference checkpoint; default: init_from
+    cache_dir: str | None = None  # reference log-prob cache; default <out_dir>/../ref-logp-cache
+
+    def __post_init__(self):
+        if self.loss not in ("dpo", "ipo"):
+            raise ConfigError(f"dpo.loss must be 'dpo' or 'ipo'; got {self.loss!r}")
+        if self.beta <= 0:
+            raise ConfigError(f"dpo.beta must be > 0; got {self.beta}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RMConfig:
+    # target P(chosen > rejected) per preference level: significantly, better, slightly, negligibly better
+    level_probs: tuple[float, ...] = (0.95, 0.85, 0.75, 0.65)
+    # alpaca_eval: strength |2·(preference - 1.5)| >= threshold k -> level k (first match), else the last level
+    strength_thresholds: tuple[float, ...] = (0.9, 0.6, 0.3)
+    binary_level: int = 1  # level of pairs from binary sources (hh_rlhf, llamafactory): "better"
+    grading_weight: float = 0.1  # lambda on the grading heads' cross-entropy
+    grading_heads: tuple[tuple[str, int], ...] = ()  # (property, number of grade classes)
+    head_hidden: int = 0  # grading MLP width; 0 = the model's hidden size
+
+    def __post_init__(self):
+        if not all(0.5 <= p <= 1 for p in self.level_probs):
+            raise ConfigError(f"rm.level_probs must lie in [0.5, 1]; got {self.level_probs}")
+        if len(self.strength_thresholds) != len(self.level_probs) - 1:
+            raise ConfigError("rm.strength_thresholds needs one threshold fewer than rm.level_probs")
+        if self.grading_weight < 0:
+            raise ConfigError("rm.grading_weight must be >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostTrainConfig:
+    name: str
+    method: str
+    model: ModelShape
+    data: PostDataConfig
+    tokenizer: str = "bytes"  # 'bytes' or a tokenizer file
+    template: TemplateConfig = field(default_factory=TemplateConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    dpo: DPOConfig | None = None
+    rm: RMConfig | None = None
+    seq_length: int = 256
+    rotary_base: int = 500_000
+    global_batch: int = 8
+    micro_batch: int = 8
+    steps: int = 20
+    seed: int = 1234
+    init_from: str | None = None  # SFT: a pretrained checkpoint; RM/DPO: the SFT checkpoint
+    out_dir: str = "out/post"
+    save_every: int = 0
+    log_every: int = 10
+    valid_max: int = 64  # held-out conversations / pairs evaluated
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ConfigError(f"{self.name}: method must be one of {METHODS}; got {self.method!r}")
+        if self.micro_batch <= 0 or self.global_batch % self.micro_batch:
+            raise ConfigError(f"{self.name}: global_batch ({self.global_batch}) must be a multiple of "
+                              f"micro_batch ({self.micro_batch})")
+        if self.steps <= 0 or self.seq_length < 2:
+            raise ConfigError(f"{self.name}: steps must be > 0 and seq_length >= 2")
+        if self.method == "dpo" and not (self.init_from or (self.dpo and self.dpo.reference)):
+            raise ConfigError(f"{self.name}: dpo needs init_from (the SFT checkpoint) or dpo.reference")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, raw: dict, where: str):
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(raw) - names
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+    try:
+        return cls(**raw)
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
+    raw = dict(raw)
+    model = dict(raw.pop("model", None) or {})
+    if "shape" not in model:
+        raise ConfigError(f"{where}: `model: {{shape: NAME, ...overrides}}` is required")
+    shape = get_shape(model.pop("shape"), **model)
+    data = dict(raw.pop("data", None) or {})
+    data["sources"] = tuple(_build(SourceConfig, dict(s), f"{where}: data.sources[{i}]")
+                            for i, s in enumerate(data.get("sources") or []))
+    parts = {"model": shape, "data": _build(PostDataConfig, data, f"{where}: data")}
+    template = dict(raw.pop("template", None) or {})
+    if "loss_on" in template:
+        template["loss_on"] = tuple(template["loss_on"])
+    parts["template"] = _build(TemplateConfig, template, f"{where}: template")
+    parts["optim"] = _build(OptimConfig, dict(raw.pop("optim", None) or {}), f"{where}: optim")
+    parts["parallel"] = _build(ParallelConfig, dict(raw.pop("parallel", None) or {}), f"{where}: parallel")
+    if raw.get("dpo") is not None or raw.get("method") == "dpo":
+        parts["dpo"] = _build(DPOConfig, dict(raw.pop("dpo", None) or {}), f"{where}: dpo")
+    if raw.get("rm") is not None or raw.get("method") == "rm":
+        rm = dict(raw.pop("rm", None) or {})
+        for key in ("level_probs", "strength_thresholds"):
+            if key in rm:
+                rm[key] = tuple(float(x) for x in rm[key])
+        if "grading_heads" in rm:
+            rm["grading_heads"] = tuple((str(n), int(k)) for n, k in rm["grading_heads"])
+        parts["rm"] = _build(RMConfig, rm, f"{where}: rm")
+    raw.pop("dpo", None)
+    raw.pop("rm", None)
+    return _build(PostTrainConfig, {**raw, **parts}, where)
+
+
+def load_config(path: str | Path, **overrides) -> PostTrainConfig:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a run config is a mapping of keys")
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    return from_dict(raw, where=str(path))

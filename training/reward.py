@@ -1,0 +1,174 @@
+"""Reward model: the megatron GPT (from an SFT checkpoint) with a scalar head at the last non-pad token,
+trained with a soft-label Bradley–Terry loss, plus single-sided grading heads (AFM report, E.1).
+
+For a pair at preference level k with target p_k (rm.level_probs, default 0.95/0.85/0.75/0.65 for
+significantly/better/slightly/negligibly better) and Δ = r(chosen) − r(rejected):
+    loss_BT = −[p_k·log σ(Δ) + (1 − p_k)·log σ(−Δ)]
+Grading heads: one MLP classifier per graded property on the same final hidden state; the loss adds
+λ·(CE(chosen grade) + CE(rejected grade)) for each head over the pairs that carry that grade.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from . import parallel
+from .chat import load_tokenizer
+from .post_loop import build_gpt, data_id, run_loop
+from .pref_eval import format_report, pairwise_report
+from .prefs import load_pairs, pair_batch
+
+
+def soft_bt_loss(delta: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Per pair −[p·log σ(Δ) + (1 − p)·log σ(−Δ)]."""
+    return -(p * F.logsigmoid(delta) + (1 - p) * F.logsigmoid(-delta))
+
+
+class RewardModel(torch.nn.Module):
+    def __init__(self, gpt, *, hidden: int, grading_heads=(), head_hidden: int = 0):
+        super().__init__()
+        self.gpt = gpt
+        self.score = torch.nn.Linear(hidden, 1)
+        torch.nn.init.zeros_(self.score.weight)  # Δ = 0 at the start: every pair at σ = 0.5
+        torch.nn.init.zeros_(self.score.bias)
+        width = head_hidden or hidden
+        self.grading = torch.nn.ModuleDict({
+            name: torch.nn.Sequential(torch.nn.Linear(hidden, width), torch.nn.SiLU(), torch.nn.Linear(width, k))
+            for name, k in grading_heads})
+        self._hidden = None
+        gpt.decoder.register_forward_hook(self._keep_hidden)
+
+    def _keep_hidden(self, _module, _inputs, output):
+        self._hidden = output[0] if isinstance(output, tuple) else output  # [S, B, H], after the final norm
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """rewards [B] and grade logits {property: [B, classes]} at each row's last real token."""
+        self.gpt(batch["tokens"], batch["position_ids"], batch["attention_mask"])
+        h = self._hidden.transpose(0, 1)  # [B, S, H]
+        last = h[torch.arange(h.shape[0], device=h.device), batch["last_index"]]
+        self._hidden = None
+        return self.score(last).squeeze(-1), {name: head(last) for name, head in self.grading.items()}
+
+
+def grade_targets(items, heads) -> dict[str, torch.Tensor]:
+    """{property: [2n]} grade classes of chosen then rejected responses; -100 where a pair has none."""
+    out = {}
+    for name, k in heads:
+        vals = [it.pair.grades_chosen.get(name, -100) for it in items] + \
+               [it.pair.grades_rejected.get(name, -100) for it in items]
+        for v in vals:
+            if v != -100 and not 0 <= int(v) < k:
+                raise ValueError(f"grading head {name}: grade {v} outside 0..{k - 1}")
+        out[name] = torch.tensor([int(v) for v in vals])
+    return out
+
+
+def rm_loss(rewards, grade_logits, batch, *, level_probs: torch.Tensor, grading_weight: float):
+    n = rewards.shape[0] // 2
+    delta = rewards[:n] - rewards[n:]
+    p = level_probs.to(rewards.device)[batch["level"]]
+    loss = soft_bt_loss(delta, p).mean()
+    grading = torch.zeros((), device=rewards.device)
+    for name, logits in grade_logits.items():
+        target = batch["grades"][name]
+        if (target != -100).any():
+            grading = grading + F.cross_entropy(logits, target, ignore_index=-100)
+    return loss + grading_weight * grading, delta, grading
+
+
+def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, log=print):
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    rmc = cfg.rm
+    tokenizer = load_tokenizer(cfg.tokenizer)
+    train, valid, counters = load_pairs(cfg, tokenizer)
+    data = data_id(cfg)
+    levels = {k: sum(it.pair.level == k for it in train) for k in range(len(rmc.level_probs))}
+    log(f"[{cfg.name}] {len(train)} training pairs by level {levels}, {len(valid)} held-out ({counters})")
+    gpt = build_gpt(cfg, init_from=cfg.init_from)
+    model = RewardModel(gpt, hidden=cfg.model.hidden_size, grading_heads=rmc.grading_heads,
+                        head_hidden=rmc.head_hidden).to(parallel.device())
+    probs = torch.tensor(rmc.level_probs)
+    dev = parallel.device()
+
+    def batch_of(items):
+        b = {k: v.to(dev) for k, v in pair_batch(items, cfg.seq_length, tokenizer.pad_id).items()}
+        b["grades"] = {k: v.to(dev) for k, v in grade_targets(items, rmc.grading_heads).items()}
+        return b
+
+    @torch.no_grad()
+    def evaluate():
+        model.eval()
+        deltas, lv, losses = [], [], []
+        for at in range(0, len(valid), cfg.micro_batch):
+            b = batch_of(valid[at: at + cfg.micro_batch])
+            r, g = model(b)
+            loss, delta, _ = rm_loss(r, g, b, level_probs=probs, grading_weight=rmc.grading_weight)
+            deltas += delta.tolist()
+            lv += b["level"].tolist()
+            losses.append(float(loss) * len(delta))
+        model.train()
+        report = pairwise_report(deltas, lv, rmc.level_probs)
+        return {"loss": sum(losses) / max(len(deltas), 1), "accuracy": report["accuracy"],
+                "ece_by_level": {k: round(v["ece"], 4) for k, v in report["levels"].items()},
+                "accuracy_by_level": {k: round(v["accuracy"], 4) for k, v in report["levels"].items()},
+                "report": format_report(report)}
+
+    def loss_fn(m, b):
+        r, g = m(b)
+        loss, delta, grading = rm_loss(r, g, b, level_probs=probs, grading_weight=rmc.grading_weight)
+        return loss, {"accuracy": float((delta.detach() > 0).float().mean()), "grading_ce": float(grading.detach())}
+
+    start = evaluate()
+    result = run_loop(cfg, model, n_items=len(train), micro_batch_at=lambda idx: batch_of([train[i] for i in idx]),
+                      loss_fn=loss_fn, evaluate=evaluate, data=data, resume=resume, stop_after=stop_after,
+                      log=log, extra_manifest={"tokenizer": tokenizer.describe(), "reward_head": "last non-pad token",
+                                               "level_probs": list(rmc.level_probs), "data_counters": counters})
+    result.evals.insert(0, (0, start))
+    log(result.evals[-1][1]["report"])
+    return result
+
+
+def load_reward_model(checkpoint: str):
+    """(RewardModel, its PostTrainConfig) from an RM checkpoint (directory or run directory)."""
+    from . import checkpoint as ckpt
+    from .post_config import from_dict
+
+    info = ckpt.open_checkpoint(checkpoint)
+    raw = dict(info.manifest["config"])
+    raw["model"] = {"shape": raw["model"].pop("name"), **raw["model"]}
+    raw["init_from"] = None
+    cfg = from_dict(raw, where=str(info.directory))
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    model = RewardModel(build_gpt(cfg), hidden=cfg.model.hidden_size, grading_heads=cfg.rm.grading_heads,
+                        head_hidden=cfg.rm.head_hidden).to(parallel.device())
+    ckpt.load_weights(info, model)
+    model.eval()
+    return model, cfg
+
+
+@torch.no_grad()
+def preference_eval(checkpoint: str, path: str, *, fmt: str = "auto", max_records: int | None = None,
+                    micro_batch: int = 8) -> dict:
+    """Held-out figures of an RM checkpoint on a pair file: pairwise_report (accuracy and ECE per level)
+    plus a printable table under "table". For `eval model RM --tasks preference`."""
+    import dataclasses
+
+    from .post_config import SourceConfig
+
+    model, cfg = load_reward_model(checkpoint)
+    tokenizer = load_tokenizer(cfg.tokenizer)
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(
+        cfg.data, sources=(SourceConfig(path=path, format=fmt, max_records=max_records),), valid_fraction=0.5))
+    train, valid, _ = load_pairs(dataclasses.replace(cfg, valid_max=10**9), tokenizer)
+    items = train + valid  # every pair of the file (the split only orders them)
+    deltas, levels = [], []
+    for at in range(0, len(items), micro_batch):
+        chunk = items[at: at + micro_batch]
+        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id).items()}
+        r, _ = model(b)
+        deltas += (r[: len(chunk)] - r[len(chunk):]).tolist()
+        levels += b["level"].tolist()
+    report = pairwise_report(deltas, levels, cfg.rm.level_probs)
+    report["table"] = format_report(report)
+    return report

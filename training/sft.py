@@ -1,0 +1,128 @@
+"""Supervised fine-tuning: conversations -> our chat template -> packed sequences -> masked cross-entropy.
+
+The loss of a micro-batch is the mean cross-entropy over the positions that carry loss (assistant turn
+bodies by default), over all conversations packed into it: the same number as running each conversation
+alone and averaging over all their loss tokens. A conversation with no loss token is refused when it is
+tokenized, and a micro-batch whose mask is all zero is refused here, so a silent all-zero mask cannot train.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from manifests.errors import RecordError
+
+from . import parallel
+from .chat import load_tokenizer, record_messages, tokenize
+from .losses import cross_entropies
+from .packing import collate, describe, pack
+from .post_loop import build_gpt, data_id, forward, read_records, run_loop, split_and_weight
+
+
+def sft_loss(logits: torch.Tensor, labels: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """Mean token cross-entropy over loss_mask; raises on an all-zero mask instead of returning 0."""
+    count = loss_mask.sum()
+    if float(count) == 0:
+        raise RecordError("SFT batch", "-", "all-zero loss mask: no token would be trained on "
+                          "(check template.loss_on and that conversations have assistant turns)")
+    (ce,) = cross_entropies(logits, [labels])
+    return (ce * loss_mask).sum() / count
+
+
+@dataclass
+class SFTData:
+    train: list  # Pack
+    valid: list  # Pack
+    counters: dict
+    data_id: str
+    tokenizer: object
+
+
+def load_conversations(cfg, tokenizer) -> tuple[list, list, dict]:
+    """Tokenized (train, held-out) conversations; records that cannot be used are counted by reason, and a
+    source with none usable is an error naming the file."""
+    per_source, counters = [], {"records": 0, "no_loss_token": 0, "kto_label_false": 0, "truncated": 0}
+    for src in cfg.data.sources:
+        records = read_records(src.path)[: src.max_records]
+        items = []
+        for i, rec in enumerate(records):
+            where = f"{src.path} record {i}"
+            counters["records"] += 1
+            if rec.get("label") is False:  # KTO-style undesirable response: not an SFT target
+                counters["kto_label_false"] += 1
+                continue
+            messages, tools = record_messages(rec, where=where)
+            try:
+                tok = tokenize(messages, tokenizer, cfg.template, tools=tools, where=where)
+            except RecordError:
+                counters["no_loss_token"] += 1
+                continue
+            counters["truncated"] += tok.truncated
+            items.append(tok)
+        if not items:
+            raise RecordError(src.path, "-", f"no usable conversation in {len(records)} records")
+        per_source.append(items)
+    train, valid = split_and_weight(per_source, cfg)
+    return train, valid, counters
+
+
+def prepare(cfg) -> SFTData:
+    tokenizer = load_tokenizer(cfg.tokenizer)
+    if tokenizer.vocab_size > cfg.model.vocab_size:
+        from manifests.errors import ConfigError
+
+        raise ConfigError(f"{cfg.name}: tokenizer vocabulary {tokenizer.vocab_size} > model.vocab_size "
+                          f"{cfg.model.vocab_size}")
+    train, valid, counters = load_conversations(cfg, tokenizer)
+    train_packs, c1 = pack(train, cfg.seq_length, pad_id=tokenizer.pad_id)
+    valid_packs, _ = pack(valid[: cfg.valid_max], cfg.seq_length, pad_id=tokenizer.pad_id)
+    counters.update({f"pack_{k}": v for k, v in c1.items()}, train_packs=len(train_packs),
+                    valid_packs=len(valid_packs))
+    return SFTData(train_packs, valid_packs, counters, data_id(cfg), tokenizer)
+
+
+@torch.no_grad()
+def evaluate(model, packs, micro_batch: int) -> dict:
+    model.eval()
+    total = count = 0.0
+    for at in range(0, len(packs), micro_batch):
+        batch = collate(packs[at: at + micro_batch])
+        (ce,) = cross_entropies(forward(model, batch), [batch["labels"]])
+        total += float((ce * batch["loss_mask"]).sum())
+        count += float(batch["loss_mask"].sum())
+    model.train()
+    return {"loss": total / max(count, 1.0), "loss_tokens": int(count)}
+
+
+def audit(cfg, *, n: int = 1, out=print) -> None:
+    """Print `n` training packs (those holding the most conversations first) with masked spans marked."""
+    data = prepare(cfg)
+    out(f"[{cfg.name}] {data.counters}")
+    for p in sorted(data.train, key=lambda p: -len(p.lengths))[:n]:
+        out(describe(p, data.tokenizer.decode))
+
+
+def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, log=print):
+    parallel.setup(cfg.parallel, seed=cfg.seed)
+    data = prepare(cfg)
+    log(f"[{cfg.name}] {data.counters['pack_conversations']} conversations in {len(data.train)} packs of "
+        f"{cfg.seq_length} ({data.counters['pack_cut_to_seq_length']} cut); {len(data.valid)} held-out packs")
+    model = build_gpt(cfg, init_from=cfg.init_from)
+    dev = parallel.device()
+    start = evaluate(model, data.valid, cfg.micro_batch)
+
+    def micro_batch_at(indices):
+        return {k: v.to(dev) for k, v in collate([data.train[i] for i in indices]).items()}
+
+    def loss_fn(m, batch):
+        return sft_loss(forward(m, batch), batch["labels"], batch["loss_mask"]), {}
+
+    result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
+                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch), data=data.data_id,
+                      resume=resume, stop_after=stop_after, log=log,
+                      extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
+                                      "held_out_start": start, "data_counters": data.counters})
+    result.evals.insert(0, (0, start))
+    return result
