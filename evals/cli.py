@@ -25,8 +25,9 @@ def _modules(package: str):
         pkg = importlib.import_module(package)
     except ModuleNotFoundError:
         return []
-    return [importlib.import_module(f"{package}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)
+    mods = [importlib.import_module(f"{package}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)
             if not m.name.startswith("_")]
+    return [m for m in mods if hasattr(m, "NAME")]  # helper modules (data builders) are not evaluations
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -24,6 +24,10 @@ def add_model_parser(ksub) -> None:
                    help="samples per HumanEval/MBPP problem: 1 = greedy pass@1; n > 1 = sampled, pass@k for k <= n")
     p.add_argument("--judge", default="cpu", help="synth backend that grades summaries (cpu, openai, vllm)")
     p.add_argument("--list", action="store_true", help="list the tasks and exit")
+    p.add_argument("--pairs", default="data/samples/preference/alpaca_eval/fusechat_weighted.json.gz",
+                   help="--tasks preference: a preference-pair file for a reward-model checkpoint")
+    p.add_argument("--pairs-format", default="auto", help="--tasks preference: llamafactory, hh_rlhf, alpaca_eval, "
+                                                          "graded or auto")
     p.set_defaults(func=cmd_model)
 
     c = ksub.add_parser("compare", help="print per-task metric deltas between two model-eval results")
@@ -45,6 +49,8 @@ def cmd_model(args) -> int:
         for name, (family, _) in task_registry().items():
             print(f"{family:12s} {name}")
         return 0
+    if args.tasks == "preference":
+        return cmd_preference(args)
     tasks = expand_tasks(args.tasks)
     lm = load_lm(args.checkpoint, backend=args.backend, max_length=args.max_length, base_url=args.base_url)
     options = {t: {"samples": args.code_samples} for t in ("humaneval", "mbpp")}
@@ -60,6 +66,23 @@ def cmd_model(args) -> int:
         print(path.read_text())
     else:
         print(f"results in {path}")
+    return 0
+
+
+def cmd_preference(args) -> int:
+    """A reward-model checkpoint on preference pairs: pairwise accuracy and ECE of sigmoid(delta) against the
+    level's target probability, per preference level (training.reward.preference_eval)."""
+    import json
+
+    from training.reward import preference_eval
+
+    report = preference_eval(args.checkpoint, args.pairs, fmt=args.pairs_format, max_records=args.limit)
+    out = Path(args.out or Path("data/evals/model") / (Path(args.checkpoint).resolve().name + "-preference"))
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {"task": "preference", "checkpoint": str(args.checkpoint), "pairs": str(args.pairs),
+               **{k: v for k, v in report.items() if k != "table"}}
+    (out / "manifest.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    print(json.dumps(payload, indent=1, default=str) if args.json else report["table"])
     return 0
 
 
