@@ -52,10 +52,10 @@ def run(args) -> EvalReport:
     extract_s = time.perf_counter() - start
     table = pa.table({"html": [r["html"] for r in rows], "text": texts})
     signals_html = stage_class("math_signals_v1")({"field": "html"})(table).table
-    signals_text = stage_class("math_signals_v1")({"field": "text"})(table).table
+    signals_text = stage_class("math_signals_v1")({"field": "text", "markup": "text"})(table).table
     scored = stage_class("math_classifier_v1")({})(table).table
     preds = {
-        "tags (html, >= 1 tag)": _keeps("math_filter_v1", {"require": "tags"}, signals_html),
+        "tags (visible formulas in the html, >= 1)": _keeps("math_filter_v1", {"require": "tags"}, signals_html),
         "symbols (text, >= 3, >= 0.5/kB)": _keeps("math_filter_v1", {"require": "symbols"}, signals_text),
         "tags or symbols": [a or b for a, b in zip(_keeps("math_filter_v1", {"require": "tags"}, signals_html),
                                                    _keeps("math_filter_v1", {"require": "symbols"}, signals_text))],

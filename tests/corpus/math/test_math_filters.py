@@ -13,34 +13,99 @@ def _stage(name, options=None):
     return stage_class(name)(options or {})
 
 
-def test_signal_counts_on_string_and_binary_html():
+LOADER = ("<head><script src='https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js'></script>"
+          "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"
+          "<link rel='stylesheet' href='https://cdn.jsdelivr.net/npm/katex/dist/katex.min.css'></head>")
+
+
+def _tags(*pages):
+    table = pa.table({"html": list(pages)})
+    return _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
+
+
+def test_site_wide_loader_without_formulas_gives_no_tags():
+    # a Q&A network / framework-docs page: MathJax and KaTeX loaded on every page, no formula on this one
+    page = f"<html>{LOADER}<body><h1>How do I center a div?</h1><p>Use flexbox.</p></body></html>"
+    assert _tags(page) == [0]
+    with_math = f"<html>{LOADER}<body><p>Solve \\(x^2 = 2\\) for x.</p></body></html>"
+    assert _tags(with_math) == [1]
+
+
+def test_dollars_in_scripts_comments_and_prices_are_not_formulas():
+    pages = [
+        "<html><body><script>var a = $$('div'); var b = $$('.x');</script><p>Shop now.</p></body></html>",
+        "<html><body><!-- $$ x^2 $$ template placeholder --><p>About us.</p></body></html>",
+        "<html><body><p>Tickets cost $5 - $10, parking $$ or $$$ (expensive).</p></body></html>",
+        "<html><body><p>Was $20, now $15 and free shipping over $50.</p></body></html>",
+        "<html><body><style>.a:after{content:'$$x^2$$'}</style><p>Plain text.</p></body></html>",
+    ]
+    assert _tags(*pages) == [0, 0, 0, 0, 0]
+
+
+def test_rendered_math_elements_and_delimited_tex_count_once_each():
+    pages = [
+        "<html><body><p>Let $x \\in A$ and $$\\int_0^1 f = 1.$$</p></body></html>",  # 2 delimited formulas
+        '<html><body><p>We have <script type="math/tex">a^2+b^2=c^2</script>.</p></body></html>',
+        # KaTeX: the visible HTML half and the MathML half with its TeX annotation are one formula
+        '<html><body><p><span class="katex"><span class="katex-mathml"><math><semantics><mi>x</mi>'
+        '<annotation encoding="application/x-tex">x</annotation></semantics></math></span>'
+        '<span class="katex-html">x</span></span> is real.</p></body></html>',
+        "<html><body><p><math><mi>y</mi><mo>=</mo><mn>2</mn></math> and \\[ y > 1 \\]</p></body></html>",
+        '<html><body><p><img class="latex" src="https://s0.wp.com/latex.php?latex=n%5E2" alt="n^2"></p></body></html>',
+    ]
+    assert _tags(*pages) == [2, 1, 1, 2, 1]
+
+
+def test_symbol_density_is_measured_on_the_page_text():
+    # a large page (like a 700 KB Wikipedia article) whose text is math: raw-HTML density would be diluted
+    markup = "".join(f'<div class="nav-item" data-x="{i:06d}"><script>var v{i}=1;</script></div>' for i in range(4000))
+    text = "For all ε > 0 there is δ > 0 with |f(x) − f(y)| ≤ ε whenever ∀ x ∈ U, x ≠ y. " * 3
+    page = f"<html><body>{markup}<p>{text}</p></body></html>"
+    assert len(page) > 200_000
+    cols = _stage("math_signals_v1", {"field": "html"})(pa.table({"html": [page]})).table
+    assert cols.column("math__n_symbols").to_pylist() == [15]  # ≤ ∀ ∈ ≠ − (5 per sentence) x 3
+    assert cols.column("math__symbol_density").to_pylist()[0] > 40  # 15 per ~250 characters of text
+    assert _stage("math_filter_v1", {"require": "symbols"})(cols).stats.rows_out == 1
+
+
+def test_binary_html_is_decoded_by_its_declared_charset():
+    page = "<html><body><p>Poincaré proved that ∀ x … no: the conjecture.</p></body></html>"
+    raw = page.replace("∀ x … no", "x").encode("cp1252")
+    table = pa.table({"content": pa.array([raw], pa.binary()), "content_type": ["text/html; charset=ISO-8859-1"]})
+    from corpus.stages.math_filters import signal_columns, SignalsConfig
+    from corpus.math.visible import visible_math
+    from corpus.stages.math_filters import to_str
+
+    assert "Poincaré" in to_str(raw, "text/html; charset=ISO-8859-1")
+    assert visible_math(to_str(raw, "text/html; charset=ISO-8859-1")).text == "Poincaré proved that x: the conjecture."
+    cols = signal_columns(table, SignalsConfig(field="content"), "math_signals_v1")
+    assert cols["math__n_symbols"].to_pylist() == [0]  # é is a letter (Latin-1 math signs are × ÷ ± ¬ ...)
+
+
+def test_signal_counts_on_text_and_lists():
     from corpus.math.signals import MATH_TAGS, latex_words, math_symbols
 
-    assert 40 <= len(MATH_TAGS) <= 60
     assert 300 <= len(math_symbols()) <= 400 and "∀" in math_symbols() and "α" not in math_symbols()
-    assert "frac" in latex_words() and len(latex_words()) > 300
-    page = '<script type="math/tex">x \\le y</script> for all x ∈ ℝ: ∀ε>0 \\frac{1}{2} \\int_0^1'
-    table = pa.table({"html": [page, "<p>No math here, just $5 and 10% off.</p>", None]})
-    result = _stage("math_signals_v1", {"field": "html"})(table)
+    assert "frac" in latex_words() and len(latex_words()) > 300 and len(MATH_TAGS) >= 40
+    table = pa.table({"text": ["for all x ∈ ℝ: ∀ε>0 $\\frac{1}{2}$ \\int_0^1", "Just $5 and 10% off.", None]})
+    result = _stage("math_signals_v1", {"field": "text", "markup": "text"})(table)
     cols = result.table
-    assert result.stats.counters == {"tags": 3, "rows_with_tags": 1, "symbols": 2, "rows_with_symbols": 1,
-                                     "latex": 3, "rows_with_latex": 1}
-    assert cols.column("math__n_tags").to_pylist() == [3, 0, 0]  # math/tex, \frac{, \int_
+    assert result.stats.counters == {"tags": 1, "rows_with_tags": 1, "symbols": 2, "rows_with_symbols": 1,
+                                     "latex": 2, "rows_with_latex": 1}
+    assert cols.column("math__n_tags").to_pylist() == [1, 0, 0]  # $\frac{1}{2}$
     assert cols.column("math__n_symbols").to_pylist() == [2, 0, 0]  # ∈ ∀ (ℝ is a letter)
-    assert cols.column("math__n_latex").to_pylist() == [3, 0, 0]  # \le \frac \int
-    binary = pa.table({"html": pa.array([page.encode()], pa.binary())})
-    assert _stage("math_signals_v1", {"field": "html"})(binary).table.column("math__n_symbols").to_pylist() == [2]
+    assert cols.column("math__n_latex").to_pylist() == [2, 0, 0]  # \frac \int
 
 
 def test_math_filter_modes_and_reasons():
-    table = pa.table({"text": ["Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞",
-                               '<span class="katex">x</span> see KaTeX output',
-                               "A plain page about cooking pasta for dinner."]})
+    table = pa.table({"text": ["<p>Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞</p>",
+                               '<p><span class="katex">x</span> see KaTeX output</p>',
+                               "<p>A plain page about cooking pasta for dinner.</p>"]})
     scored = _stage("math_signals_v1")(table).table
     assert _stage("math_filter_v1")(scored).rejects.column("drop_reason").to_pylist() == ["no_math"]
     symbols = _stage("math_filter_v1", {"require": "symbols"})(scored)
     assert symbols.table.column("text").to_pylist() == [table.column("text")[0].as_py()]
-    assert _stage("math_filter_v1", {"require": "both"})(scored).stats.rows_out == 1  # \sum_ is a tag too
+    assert _stage("math_filter_v1", {"require": "both"})(scored).stats.rows_out == 1
     assert _stage("math_filter_v1", {"require": "tags"})(table).stats.rows_out == 2  # scores itself
     with pytest.raises(ConfigError, match="min_tags must be >= 1"):
         _stage("math_filter_v1", {"min_tags": 0})
