@@ -98,6 +98,18 @@ def node_text(el) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
+def decode_markup(value: str | bytes | None, content_type: str | None = None) -> str:
+    """A row's HTML as str. Bytes go through the web pipeline's decoder (corpus/web/charset.py: BOM, the
+    HTTP header's charset, `<meta>`, strict UTF-8, detection), the one decoding path for every HTML reader."""
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        from ..web.charset import decode_html
+
+        return decode_html(bytes(value), content_type)[0]
+    return value
+
+
 def parse_html(markup: str | bytes):
     if isinstance(markup, bytes):
         return html.document_fromstring(markup)

@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 from manifests.errors import ConfigError
 
 from ..config import require
+from ..math.html_math import decode_markup
 from ..math.signals import text_columns
 from ..math.visible import count_delimited, visible_math
-from ..web.charset import decode_html
 from ..registry import register
 from ..stage import Filter, Scorer
 
@@ -36,26 +36,17 @@ class SignalsConfig:
     content_type_field: str = "content_type"  # HTTP Content-Type (its charset) for binary HTML, when present
 
 
-def to_str(value, content_type: str | None = None) -> str:
-    """A row's HTML as str: bytes go through the shared charset decoder (corpus/web/charset.py)."""
-    if value is None:
-        return ""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return decode_html(bytes(value), content_type)[0]
-    return value
-
-
 def signal_columns(table: pa.Table, cfg: SignalsConfig, stage: str) -> dict[str, pa.Array]:
     if cfg.field not in table.schema.names:
         raise ConfigError(f"{stage}: no column {cfg.field!r}; set `field:` (text, html, content)")
     values = table.column(cfg.field).to_pylist()
     if cfg.markup == "text":
-        texts = [to_str(v) for v in values]
+        texts = [decode_markup(v) for v in values]
         n_tags = [count_delimited(t) for t in texts]
     else:
         types = (table.column(cfg.content_type_field).to_pylist() if cfg.content_type_field in table.schema.names
                  else [None] * len(values))
-        seen = [visible_math(to_str(v, ct)) for v, ct in zip(values, types)]
+        seen = [visible_math(decode_markup(v, ct)) for v, ct in zip(values, types)]
         n_tags, texts = [s.n_tags for s in seen], [s.text for s in seen]
     return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts)}
 

@@ -74,7 +74,7 @@ def test_binary_html_is_decoded_by_its_declared_charset():
     table = pa.table({"content": pa.array([raw], pa.binary()), "content_type": ["text/html; charset=ISO-8859-1"]})
     from corpus.stages.math_filters import signal_columns, SignalsConfig
     from corpus.math.visible import visible_math
-    from corpus.stages.math_filters import to_str
+    from corpus.math.html_math import decode_markup as to_str
 
     assert "Poincaré" in to_str(raw, "text/html; charset=ISO-8859-1")
     assert visible_math(to_str(raw, "text/html; charset=ISO-8859-1")).text == "Poincaré proved that x: the conjecture."
