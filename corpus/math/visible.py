@@ -12,8 +12,8 @@ Never counted: `<head>`, `<script>` (other than math/tex), `<style>`, `<noscript
 gives no tags, and `$$` in a script, a comment or a price (`$5 - $10`) is not a formula.
 
 `$...$` follows pandoc's rule: no space just inside either dollar and no digit right after the
-closing one; its content must also look like math (a letter, a TeX command or an operator), so
-"$5" and "$10" around ordinary words never pair up. Symbol counts and density (per 1,000
+closing one; its content must also look like math (a lone letter, a digit, a TeX command or an
+operator), so "$5 and $10" or "$$ or $$$" around ordinary words never pair up. Symbol counts and density (per 1,000
 characters) are measured on the page text with formulas as LaTeX (html_math.page_text's rules).
 """
 
@@ -38,11 +38,11 @@ _DELIMITED = re.compile(
     rf"|\\begin\{{(?:{_ENVS})\*?\}}(?P<env>.{{0,5000}}?)\\end\{{(?:{_ENVS})\*?\}}"
     r"|(?<![\\$\w])\$(?P<d>[^\s$](?:[^$\n]{0,300}?[^\s$\\])?)\$(?![\d$])",
     re.S)
-_MATHY = re.compile(r"\\[A-Za-z]+|[=^_<>+*/|{}]|(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
+_MATHY = re.compile(r"\\[A-Za-z]+|[=^_<>+*/|{}\d]|(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 
 
 def is_formula(body: str) -> bool:
-    """A delimited span that looks like math: a TeX command, an operator or a lone letter (a variable)."""
+    """A delimited span that looks like math: a TeX command, an operator, a digit or a lone letter (a variable)."""
     body = body.strip()
     return bool(body) and _MATHY.search(body) is not None
 
