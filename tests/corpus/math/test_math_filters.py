@@ -124,12 +124,41 @@ def test_domain_allow_list(tmp_path):
     table = pa.table({"text": list("abcdef"), "url": [
         "https://math.stackexchange.com/questions/1", "https://en.wikipedia.org/wiki/Group", "https://example.com/x",
         "https://simple.wikipedia.org/wiki/Cat", None, "MATH.StackExchange.com/q/2"]})
-    result = _stage("math_domains_v1", {"domains_file": str(path)})(table)
+    result = _stage("math_domains_v1", {"domains_file": str(path), "mode": "gate"})(table)
     assert result.table.column("text").to_pylist() == ["a", "b", "f"]
     assert result.rejects.column("drop_reason").to_pylist() == ["domain_not_allowed", "domain_denied", "no_url"]
     path.write_text("math.stackexchange.com maybe\n")
     with pytest.raises(ConfigError, match="line 1"):
         _stage("math_domains_v1", {"domains_file": str(path)})
+
+
+def test_domains_boost_instead_of_gating(tmp_path):
+    path = tmp_path / "domains.txt"
+    path.write_text("math.stackexchange.com\nwikipedia.org allow\nsimple.wikipedia.org neutral\ngithub.com deny\n")
+    urls = ["https://math.stackexchange.com/q/1", "https://en.wikipedia.org/wiki/Group", "https://blog.example.com/p",
+            "https://blog.example.com/q", "https://github.com/x/y", "https://simple.wikipedia.org/wiki/Cat", None]
+    scores = [0.3, 0.1, 0.7, 0.4, 0.99, 0.3, 0.6]
+    table = pa.table({"url": urls, "math__classifier_score": pa.array(scores, pa.float32())})
+    result = _stage("math_domains_v1", {"domains_file": str(path)})(table)  # boost: 0.2 allowed, 0.5 others
+    # an unlisted blog above 0.5 is kept (the old allow-list dropped it); a denied domain drops at any score
+    assert result.table.column("url").to_pylist() == [urls[0], urls[2], None]
+    assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score",
+                                                                 "domain_denied", "low_math_score"]
+    with pytest.raises(ConfigError, match="math__classifier_score"):
+        _stage("math_domains_v1", {"domains_file": str(path)})(pa.table({"url": urls}))
+    with pytest.raises(ConfigError, match="allowed_min_score <= min_score"):
+        _stage("math_domains_v1", {"domains_file": str(path), "min_score": 0.1})
+
+
+def test_shipped_domain_list_parses_with_its_criterion():
+    from corpus.stages.math_domains import DEFAULT_DOMAINS, label_for, load_domain_labels
+
+    labels = load_domain_labels(DEFAULT_DOMAINS)
+    assert sum(v == "allow" for v in labels.values()) >= 120
+    assert label_for("math.stackexchange.com", labels) == "allow"
+    assert label_for("cooking.stackexchange.com", labels) == "neutral"
+    assert label_for("someone.wordpress.com", labels) == "neutral" and label_for("github.com", labels) == "deny"
+    assert "Criterion" in (DEFAULT_DOMAINS.parent / "SOURCE.txt").read_text()
 
 
 def test_bundled_domain_file_parses():
