@@ -75,6 +75,7 @@ def latexify(root) -> None:
         kind = (el.get("type") or "").lower()
         if kind.startswith("math/tex"):
             tex = (el.text or "").strip()
+            tex = _LITERAL_BR.sub(" ", tex)  # forum software writes a formula's line breaks into the script
             _replace(el, f"$${tex}$$" if "mode=display" in kind else f"${tex}$")
     for el in list(root.iter("math", f"{{{MATHML_NS}}}math")):
         tex = mathml_to_latex(el)
@@ -85,8 +86,32 @@ def latexify(root) -> None:
             _replace(el, f"${alt}$")
 
 
+_FORMULA = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]|\\\(.+?\\\)|\$[^$\n]+?\$", re.S)
+_LITERAL_BR = re.compile(r"<br\s*/?>|&lt;br\s*/?&gt;", re.I)
+
+
+def tidy_formulas(text: str) -> str:
+    """Inside `$...$`, `$$...$$`, `\\(...\\)` and `\\[...\\]`: a literal `<br />` (forum software escapes
+    the line breaks of a multi-line formula) becomes a space, and blank lines (which end a TeX formula)
+    collapse to one line break."""
+    if "$" not in text and "\\" not in text:
+        return text
+
+    def fix(m: re.Match) -> str:
+        return re.sub(r"\n\s*\n", "\n", _LITERAL_BR.sub(" ", m.group(0)))
+
+    return _FORMULA.sub(fix, text)
+
+
 def node_text(el) -> str:
     """Text of an element with line breaks between blocks (lxml's text_content() runs them together)."""
+    for sub in el.iter():  # source line breaks are white space (a `<br />` + newline is one break), except in <pre>
+        if not isinstance(sub.tag, str) or sub.tag == "pre" or any(a.tag == "pre" for a in sub.iterancestors()):
+            continue
+        if sub.text:
+            sub.text = re.sub(r"\s+", " ", sub.text)
+        if sub.tail and (sub.getparent() is None or sub.getparent().tag != "pre"):
+            sub.tail = re.sub(r"\s+", " ", sub.tail)
     for sub in el.iter():
         if isinstance(sub.tag, str) and sub.tag in BLOCK_TAGS:
             sub.tail = "\n" + (sub.tail or "")
@@ -123,4 +148,4 @@ def page_text(markup: str | bytes) -> str:
     for el in list(root.iter("script", "style", "noscript", "template")):
         el.drop_tree()
     body = root.find("body")
-    return node_text(body if body is not None else root)
+    return tidy_formulas(node_text(body if body is not None else root))
