@@ -43,6 +43,9 @@ MATH_TAGS = [
 ]
 
 MATH_BLOCKS = (0x0080, 0x00FF), (0x2200, 0x22FF), (0x2300, 0x23FF)
+# Latin-1 signs the table lists but web text uses for other things: currency, legal sections (German law
+# pages: dozens of §), pilcrows and the middle dot menus and bylines use as a separator
+NOT_MATH_ON_THE_WEB = frozenset("£¥§¶·")
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,7 +53,7 @@ def math_symbols() -> tuple[str, ...]:
     """Unicode math symbols (not letters) in Latin-1, Mathematical Operators and Misc Technical."""
     out = []
     for cp, _latex, cls in unicode_math_table():
-        if cls != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS):
+        if cls != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS) and chr(cp) not in NOT_MATH_ON_THE_WEB:
             out.append(chr(cp))
     return tuple(dict.fromkeys(out))
 

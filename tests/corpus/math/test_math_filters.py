@@ -167,3 +167,13 @@ def test_bundled_domain_file_parses():
 
     labels = load_domain_labels(SAMPLES / "math" / "math_domains.txt")
     assert labels["mathoverflow.net"] == "allow" and labels["wordpress.com"] == "deny"
+
+
+def test_separator_dots_currency_and_legal_sections_are_not_math_symbols():
+    # a wiki page with `·` between menu items, a German law page with § signs, prices in £/¥
+    text = "Home · News · Spells · Games " * 10 + "Nach § 823 BGB und § 1004 BGB " * 5 + "£5 or ¥600"
+    cols = _stage("math_signals_v1", {"field": "text", "markup": "text"})(pa.table({"text": [text]})).table
+    assert cols.column("math__n_symbols").to_pylist() == [0]
+    assert _stage("math_filter_v1")(cols).stats.rows_out == 0
+    assert _stage("math_signals_v1", {"field": "text", "markup": "text"})(
+        pa.table({"text": ["3 × 4 ± 1 ÷ 2, ¬p"]})).table.column("math__n_symbols").to_pylist() == [4]
