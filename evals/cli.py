@@ -24,8 +24,9 @@ def _modules(package: str):
         pkg = importlib.import_module(package)
     except ModuleNotFoundError:
         return []
-    return [importlib.import_module(f"{package}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)
+    mods = [importlib.import_module(f"{package}.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)
             if not m.name.startswith("_")]
+    return [m for m in mods if hasattr(m, "NAME")]  # helpers beside the evals (math_labelled) are not evals
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
