@@ -103,15 +103,18 @@ def tidy_formulas(text: str) -> str:
     return _FORMULA.sub(fix, text)
 
 
+_SPACE = re.compile(r"[\s\x00-\x08\x0b\x0c\x0e-\x1f]+")
+
+
 def node_text(el) -> str:
     """Text of an element with line breaks between blocks (lxml's text_content() runs them together)."""
     for sub in el.iter():  # source line breaks are white space (a `<br />` + newline is one break), except in <pre>
         if not isinstance(sub.tag, str) or sub.tag == "pre" or any(a.tag == "pre" for a in sub.iterancestors()):
             continue
-        if sub.text:
-            sub.text = re.sub(r"\s+", " ", sub.text)
+        if sub.text:  # control characters (which lxml refuses to set) go with the white space
+            sub.text = _SPACE.sub(" ", sub.text)
         if sub.tail and (sub.getparent() is None or sub.getparent().tag != "pre"):
-            sub.tail = re.sub(r"\s+", " ", sub.tail)
+            sub.tail = _SPACE.sub(" ", sub.tail)
     for sub in el.iter():
         if isinstance(sub.tag, str) and sub.tag in BLOCK_TAGS:
             sub.tail = "\n" + (sub.tail or "")

@@ -101,3 +101,8 @@ def test_warc_bytes_are_decoded_by_the_http_charset(encoding, header):
     assert out.column("text").to_pylist() == ["Poincaré's conjecture: every closed $3$-manifold ..."]
     signals = stage_class("math_signals_v1")({"field": "content"})(table).table
     assert signals.column("math__n_tags").to_pylist() == [1]  # `$3$`
+
+
+def test_control_characters_in_a_page_do_not_break_text_extraction():
+    page = "<html><body><p>Let\x0b $x\x01 = 1$\x1f here.</p><pre>a\n  b</pre></body></html>"
+    assert page_text(page) == "Let $x = 1$ here.\n\na\nb"
