@@ -177,3 +177,15 @@ def test_separator_dots_currency_and_legal_sections_are_not_math_symbols():
     assert _stage("math_filter_v1")(cols).stats.rows_out == 0
     assert _stage("math_signals_v1", {"field": "text", "markup": "text"})(
         pa.table({"text": ["3 × 4 ± 1 ÷ 2, ¬p"]})).table.column("math__n_symbols").to_pylist() == [4]
+
+
+def test_real_pages_loader_and_sql_dollars_give_no_tags_real_math_does(shared_data):
+    # Readability test pages, labelled by reading: quanta-1 loads MathJax site-wide for a story without
+    # formulas; toc-missing has PostgreSQL `$$` function bodies; mathjax and wikipedia-3 render formulas
+    pages = shared_data / "web_extraction" / "mozilla_readability" / "test-pages"
+    names = ["quanta-1", "toc-missing", "mathjax", "wikipedia-3"]
+    raw = [(pages / n / "source.html").read_bytes() for n in names]
+    assert b"MathJax" in raw[0] and b"$$" in raw[1]
+    table = pa.table({"html": pa.array(raw, pa.binary())})
+    tags = _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
+    assert tags[:2] == [0, 0] and min(tags[2:]) >= 5, tags
