@@ -75,6 +75,7 @@ def latexify(root) -> None:
         kind = (el.get("type") or "").lower()
         if kind.startswith("math/tex"):
             tex = (el.text or "").strip()
+            tex = _LITERAL_BR.sub(" ", tex)  # forum software writes a formula's line breaks into the script
             _replace(el, f"$${tex}$$" if "mode=display" in kind else f"${tex}$")
     for el in list(root.iter("math", f"{{{MATHML_NS}}}math")):
         tex = mathml_to_latex(el)
@@ -85,8 +86,35 @@ def latexify(root) -> None:
             _replace(el, f"${alt}$")
 
 
+_FORMULA = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]|\\\(.+?\\\)|\$[^$\n]+?\$", re.S)
+_LITERAL_BR = re.compile(r"<br\s*/?>|&lt;br\s*/?&gt;", re.I)
+
+
+def tidy_formulas(text: str) -> str:
+    """Inside `$...$`, `$$...$$`, `\\(...\\)` and `\\[...\\]`: a literal `<br />` (forum software escapes
+    the line breaks of a multi-line formula) becomes a space, and blank lines (which end a TeX formula)
+    collapse to one line break."""
+    if "$" not in text and "\\" not in text:
+        return text
+
+    def fix(m: re.Match) -> str:
+        return re.sub(r"\n\s*\n", "\n", _LITERAL_BR.sub(" ", m.group(0)))
+
+    return _FORMULA.sub(fix, text)
+
+
+_SPACE = re.compile(r"[\s\x00-\x08\x0b\x0c\x0e-\x1f]+")
+
+
 def node_text(el) -> str:
     """Text of an element with line breaks between blocks (lxml's text_content() runs them together)."""
+    for sub in el.iter():  # source line breaks are white space (a `<br />` + newline is one break), except in <pre>
+        if not isinstance(sub.tag, str) or sub.tag == "pre" or any(a.tag == "pre" for a in sub.iterancestors()):
+            continue
+        if sub.text:  # control characters (which lxml refuses to set) go with the white space
+            sub.text = _SPACE.sub(" ", sub.text)
+        if sub.tail and (sub.getparent() is None or sub.getparent().tag != "pre"):
+            sub.tail = _SPACE.sub(" ", sub.tail)
     for sub in el.iter():
         if isinstance(sub.tag, str) and sub.tag in BLOCK_TAGS:
             sub.tail = "\n" + (sub.tail or "")
@@ -96,6 +124,18 @@ def node_text(el) -> str:
     text = re.sub(r"[ \t\r\f\v]+", " ", text)
     text = re.sub(r" *\n *", "\n", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def decode_markup(value: str | bytes | None, content_type: str | None = None) -> str:
+    """A row's HTML as str. Bytes go through the web pipeline's decoder (corpus/web/charset.py: BOM, the
+    HTTP header's charset, `<meta>`, strict UTF-8, detection), the one decoding path for every HTML reader."""
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        from ..web.charset import decode_html
+
+        return decode_html(bytes(value), content_type)[0]
+    return value
 
 
 def parse_html(markup: str | bytes):
@@ -111,4 +151,4 @@ def page_text(markup: str | bytes) -> str:
     for el in list(root.iter("script", "style", "noscript", "template")):
         el.drop_tree()
     body = root.find("body")
-    return node_text(body if body is not None else root)
+    return tidy_formulas(node_text(body if body is not None else root))

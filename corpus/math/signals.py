@@ -8,7 +8,9 @@ U+2200-22FF and Miscellaneous Technical U+2300-23FF, 342 symbols) and LaTeX comm
 (haruka-parser's 341-word list in corpus/math/data/latex_words, MIT, plus 17 common commands it lacks). Greek
 letters are left out: they are ordinary letters on Greek pages.
 
-Counting runs as pyarrow regexes over a whole column (string or binary HTML alike).
+Counting runs as pyarrow regexes over a whole column. `math_columns` counts MATH_TAGS as raw
+substrings of the HTML (kept for the benchmark's comparison; scripts and site-wide loaders fire it);
+the stages use `text_columns`, on the page text, and corpus/math/visible.py for tags.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ MATH_TAGS = [
 ]
 
 MATH_BLOCKS = (0x0080, 0x00FF), (0x2200, 0x22FF), (0x2300, 0x23FF)
+# Latin-1 signs the table lists but web text uses for other things: currency, legal sections (German law
+# pages: dozens of §), pilcrows and the middle dot menus and bylines use as a separator
+NOT_MATH_ON_THE_WEB = frozenset("£¥§¶·")
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,7 +53,7 @@ def math_symbols() -> tuple[str, ...]:
     """Unicode math symbols (not letters) in Latin-1, Mathematical Operators and Misc Technical."""
     out = []
     for cp, _latex, cls in unicode_math_table():
-        if cls != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS):
+        if cls != "mathalpha" and any(lo <= cp <= hi for lo, hi in MATH_BLOCKS) and chr(cp) not in NOT_MATH_ON_THE_WEB:
             out.append(chr(cp))
     return tuple(dict.fromkeys(out))
 
@@ -81,6 +86,19 @@ def _patterns() -> tuple[str, str, str]:
     # a command ends where its letters end, so `\in` does not count inside `\int`
     latex = r"\\(?:" + "|".join(sorted(latex_words(), key=len, reverse=True)) + r")(?:[^A-Za-z]|$)"
     return tags, symbols, latex
+
+
+def text_columns(texts: list[str]) -> dict[str, pa.Array]:
+    """math__n_symbols, math__n_latex, math__symbol_density (symbols + LaTeX commands per 1,000 characters)
+    of page texts (not HTML: a large page's markup would dilute the density)."""
+    _tags, symbols, latex = _patterns()
+    values = pa.array([t or "" for t in texts], pa.string())
+    n_sym = pc.count_substring_regex(values, symbols).to_numpy(zero_copy_only=False)
+    n_latex = pc.count_substring_regex(values, latex).to_numpy(zero_copy_only=False)
+    n_chars = pc.utf8_length(values).to_numpy(zero_copy_only=False)
+    density = 1000.0 * (n_sym + n_latex) / np.maximum(n_chars, 1)
+    return {"math__n_symbols": pa.array(n_sym, pa.int32()), "math__n_latex": pa.array(n_latex, pa.int32()),
+            "math__symbol_density": pa.array(density, pa.float32())}
 
 
 def math_columns(values: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:

@@ -1,25 +1,37 @@
-"""`math_domains_v1`: keep pages from human-labelled math domains (an allow-list file).
+"""`math_domains_v1`: human-labelled math domains boost a page; denied domains drop.
 
-The file has one domain per line, optionally followed by a label (`allow`, the default, or
-`deny`) and a `# comment`. A listed domain covers its subdomains; the most specific listed suffix
+The file has one domain per line, optionally followed by a label (`allow`, the default, `deny`, or
+`neutral`) and a `# comment`. A listed domain covers its subdomains; the most specific listed suffix
 of a page's host decides (allow `wikipedia.org` but deny `simple.wikipedia.org`; deny
-`stackexchange.com` but allow `math.stackexchange.com`). Drops `domain_not_allowed`,
-`domain_denied`, `no_url`.
+`stackexchange.com` but allow `math.stackexchange.com`; `neutral` undoes a parent's label).
+
+`mode: boost` (the default): the labels move the math classifier's threshold instead of gating.
+A page from an allowed domain needs math__classifier_score >= `allowed_min_score`, any other page
+>= `min_score`; a denied domain drops (`domain_denied`) whatever its score; others drop as
+`low_math_score`. Rows without a URL are judged as unlisted. The default list ships in corpus/math/data/math_domains (its SOURCE.txt
+has the criterion). `mode: gate` is the old allow-list: only allowed domains pass
+(`domain_not_allowed`, `domain_denied`, `no_url`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
 from ..config import require
 from ..registry import register
 from ..stage import Filter
+from .math_classifier import SCORE
+
+DEFAULT_DOMAINS = Path(__file__).resolve().parents[1] / "math" / "data" / "math_domains" / "math_domains.txt"
+LABELS = ("allow", "deny", "neutral")
 
 
 def load_domain_labels(path: str | Path) -> dict[str, str]:
@@ -34,8 +46,8 @@ def load_domain_labels(path: str | Path) -> dict[str, str]:
             continue
         parts = line.split()
         label = parts[1].lower() if len(parts) > 1 else "allow"
-        if label not in ("allow", "deny") or len(parts) > 2:
-            raise ConfigError(f"{path} line {n}: expected `domain [allow|deny]`, got {line!r}")
+        if label not in LABELS or len(parts) > 2:
+            raise ConfigError(f"{path} line {n}: expected `domain [allow|deny|neutral]`, got {line!r}")
         labels[parts[0].lower().lstrip(".")] = label
     if not labels:
         raise ConfigError(f"{path}: no domains listed")
@@ -59,33 +71,50 @@ def label_for(host: str, labels: dict[str, str]) -> str | None:
     return None
 
 
+def url_label(url: str | None, labels: dict[str, str]) -> str | None:
+    host = host_of(url)
+    return label_for(host, labels) if host else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class MathDomainsConfig:
-    domains_file: str  # e.g. data/samples/math/math_domains.txt
+    domains_file: str | None = None  # None: the list shipped in corpus/math/data/math_domains
     field: str = "url"
+    mode: Literal["boost", "gate"] = "boost"
+    min_score: float = 0.5  # boost: classifier threshold for pages from unlisted domains
+    allowed_min_score: float = 0.2  # boost: the lower threshold for pages from allowed domains
 
     def __post_init__(self):
-        require(bool(self.domains_file), "domains_file must name a file of labelled domains")
+        require(self.domains_file is None or bool(self.domains_file), "domains_file must name a file or be null")
+        require(0.0 <= self.allowed_min_score <= self.min_score <= 1.0,
+                f"need 0 <= allowed_min_score <= min_score <= 1; got {self.allowed_min_score}, {self.min_score}")
 
 
 @register
 class MathDomains(Filter):
-    """Keeps rows whose URL host is an allowed (labelled) math domain."""
+    """Allowed domains lower the classifier threshold (boost) or gate; denied domains drop."""
 
     name = "math_domains_v1"
     Config = MathDomainsConfig
 
     def __init__(self, config=None):
         super().__init__(config)
-        self._labels = load_domain_labels(self.config.domains_file)  # read once; fails before any work
+        self._labels = load_domain_labels(self.config.domains_file or DEFAULT_DOMAINS)  # fails before any work
 
     def reasons(self, table: pa.Table) -> pa.Array:
-        if self.config.field not in table.schema.names:
-            raise ConfigError(f"{self.name}: no column {self.config.field!r}; set `field:` to the URL column")
-        out = []
-        for url in table.column(self.config.field).to_pylist():
-            host = host_of(url)
-            label = label_for(host, self._labels) if host else None
-            out.append("no_url" if host is None else None if label == "allow" else
-                       "domain_denied" if label == "deny" else "domain_not_allowed")
-        return pa.array(out, pa.string())
+        cfg = self.config
+        if cfg.field not in table.schema.names:
+            raise ConfigError(f"{self.name}: no column {cfg.field!r}; set `field:` to the URL column")
+        urls = table.column(cfg.field).to_pylist()
+        labels = [url_label(u, self._labels) for u in urls]
+        if cfg.mode == "gate":
+            reasons = ["no_url" if host_of(u) is None else None if lab == "allow" else
+                       "domain_denied" if lab == "deny" else "domain_not_allowed" for u, lab in zip(urls, labels)]
+        else:
+            if SCORE not in table.schema.names:
+                raise ConfigError(f"{self.name}: mode boost needs {SCORE}; run math_classifier_v1 before it")
+            scores = pc.fill_null(table.column(SCORE), 0.0).to_pylist()
+            reasons = ["domain_denied" if lab == "deny" else
+                       None if s >= (cfg.allowed_min_score if lab == "allow" else cfg.min_score) else "low_math_score"
+                       for lab, s in zip(labels, scores)]
+        return pa.array(reasons, pa.string())

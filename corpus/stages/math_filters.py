@@ -1,7 +1,10 @@
 """Math tag and symbol filters: `math_signals_v1` scores, `math_filter_v1` decides.
 
-Scores (see corpus/math/signals.py): math__n_tags, math__n_symbols, math__n_latex,
-math__symbol_density. The filter keeps a page when its tags and/or symbols pass the thresholds
+Scores: math__n_tags (formulas a reader sees: rendered-math elements and delimited TeX in visible
+text, corpus/math/visible.py; never scripts, comments or site-wide MathJax/KaTeX loaders),
+math__n_symbols, math__n_latex and math__symbol_density (per 1,000 characters of the page *text*,
+corpus/math/signals.py). HTML given as bytes is decoded by corpus/web/charset.py (BOM, HTTP header
+from `content_type`, `<meta>`, detection), the web pipeline's one decoding path. The filter keeps a page when its tags and/or symbols pass the thresholds
 (`require: any` keeps pages with either signal, as a recall-first first pass over Common Crawl;
 `tags`/`symbols`/`both` for stricter passes) and drops the rest as `no_math`.
 """
@@ -17,7 +20,9 @@ import pyarrow.compute as pc
 from manifests.errors import ConfigError
 
 from ..config import require
-from ..math.signals import math_columns
+from ..math.html_math import decode_markup
+from ..math.signals import text_columns
+from ..math.visible import count_delimited, visible_math
 from ..registry import register
 from ..stage import Filter, Scorer
 
@@ -26,13 +31,24 @@ COLUMNS = ["math__n_tags", "math__n_symbols", "math__n_latex", "math__symbol_den
 
 @dataclass(frozen=True, kw_only=True)
 class SignalsConfig:
-    field: str = "text"  # HTML (`content` for WARC rows, string or binary) or extracted text
+    field: str = "text"  # the HTML (`content` for WARC rows, string or binary) or, with markup: text, page text
+    markup: Literal["html", "text"] = "html"
+    content_type_field: str = "content_type"  # HTTP Content-Type (its charset) for binary HTML, when present
 
 
-def _values(table: pa.Table, field: str, stage: str):
-    if field not in table.schema.names:
-        raise ConfigError(f"{stage}: no column {field!r}; set `field:` (text, html, content)")
-    return table.column(field)
+def signal_columns(table: pa.Table, cfg: SignalsConfig, stage: str) -> dict[str, pa.Array]:
+    if cfg.field not in table.schema.names:
+        raise ConfigError(f"{stage}: no column {cfg.field!r}; set `field:` (text, html, content)")
+    values = table.column(cfg.field).to_pylist()
+    if cfg.markup == "text":
+        texts = [decode_markup(v) for v in values]
+        n_tags = [count_delimited(t) for t in texts]
+    else:
+        types = (table.column(cfg.content_type_field).to_pylist() if cfg.content_type_field in table.schema.names
+                 else [None] * len(values))
+        seen = [visible_math(decode_markup(v, ct)) for v, ct in zip(values, types)]
+        n_tags, texts = [s.n_tags for s in seen], [s.text for s in seen]
+    return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts)}
 
 
 @register
@@ -43,7 +59,7 @@ class MathSignals(Scorer):
     Config = SignalsConfig
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
-        return math_columns(_values(table, self.config.field, self.name))
+        return signal_columns(table, self.config, self.name)
 
     def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:
         """Totals over the batch (summed over the run in the manifest's stats)."""
@@ -56,11 +72,11 @@ class MathSignals(Scorer):
 
 @dataclass(frozen=True, kw_only=True)
 class MathFilterConfig:
-    field: str = "text"  # used only when math_signals_v1 did not run before
+    field: str = "text"  # used only when math_signals_v1 did not run before (then scored as HTML)
     require: Literal["any", "tags", "symbols", "both"] = "any"
     min_tags: int = 1
     min_symbols: int = 3  # Unicode symbols + LaTeX commands
-    min_density: float = 0.5  # per 1,000 bytes
+    min_density: float = 0.5  # per 1,000 characters of page text
 
     def __post_init__(self):
         require(self.min_tags >= 1, f"min_tags must be >= 1; got {self.min_tags}")
@@ -80,7 +96,7 @@ class MathFilter(Filter):
         if set(COLUMNS).issubset(table.schema.names):
             cols = {c: table.column(c) for c in COLUMNS}
         else:
-            cols = math_columns(_values(table, cfg.field, self.name))
+            cols = signal_columns(table, SignalsConfig(field=cfg.field), self.name)
         has_tags = pc.greater_equal(cols["math__n_tags"], cfg.min_tags)
         n_sym = pc.add(cols["math__n_symbols"], cols["math__n_latex"])
         has_sym = pc.and_(pc.greater_equal(n_sym, cfg.min_symbols),

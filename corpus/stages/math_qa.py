@@ -18,7 +18,7 @@ import pyarrow as pa
 from manifests.errors import ConfigError
 
 from ..config import require
-from ..math.html_math import page_text
+from ..math.html_math import decode_markup, page_text
 from ..math.qa import extract_qa
 from ..registry import register
 from ..stage import Mapper, with_columns
@@ -29,6 +29,7 @@ log = logging.getLogger("cidermill.math")
 @dataclass(frozen=True, kw_only=True)
 class MathQAConfig:
     field: str = "html"  # the HTML column (`content` for WARC rows, string or binary)
+    content_type_field: str = "content_type"  # HTTP Content-Type (its charset decodes binary HTML), when present
     fallback: Literal["drop", "page_text"] = "drop"
     min_answer_score: int | None = None  # answers below this vote count are left out
     require_answer: bool = True
@@ -51,8 +52,11 @@ class MathQAExtract(Mapper):
             raise ConfigError(f"{self.name}: no column {cfg.field!r}; set `field:` to the HTML column")
         texts, reasons, n_answers, accepted, best = [], [], [], [], []
         old_text = table.column("text").to_pylist() if "text" in table.schema.names else [None] * table.num_rows
-        for markup, old in zip(table.column(cfg.field).to_pylist(), old_text):
+        types = (table.column(cfg.content_type_field).to_pylist() if cfg.content_type_field in table.schema.names
+                 else [None] * table.num_rows)
+        for markup, ctype, old in zip(table.column(cfg.field).to_pylist(), types, old_text):
             text, reason, n, acc, top = old, None, 0, None, None
+            markup = decode_markup(markup, ctype)  # one charset path with the web pipeline
             try:
                 qa = extract_qa(markup) if markup else None
             except Exception as exc:  # lxml on a broken page: count it, keep going

@@ -13,34 +13,99 @@ def _stage(name, options=None):
     return stage_class(name)(options or {})
 
 
-def test_signal_counts_on_string_and_binary_html():
+LOADER = ("<head><script src='https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js'></script>"
+          "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}};</script>"
+          "<link rel='stylesheet' href='https://cdn.jsdelivr.net/npm/katex/dist/katex.min.css'></head>")
+
+
+def _tags(*pages):
+    table = pa.table({"html": list(pages)})
+    return _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
+
+
+def test_site_wide_loader_without_formulas_gives_no_tags():
+    # a Q&A network / framework-docs page: MathJax and KaTeX loaded on every page, no formula on this one
+    page = f"<html>{LOADER}<body><h1>How do I center a div?</h1><p>Use flexbox.</p></body></html>"
+    assert _tags(page) == [0]
+    with_math = f"<html>{LOADER}<body><p>Solve \\(x^2 = 2\\) for x.</p></body></html>"
+    assert _tags(with_math) == [1]
+
+
+def test_dollars_in_scripts_comments_and_prices_are_not_formulas():
+    pages = [
+        "<html><body><script>var a = $$('div'); var b = $$('.x');</script><p>Shop now.</p></body></html>",
+        "<html><body><!-- $$ x^2 $$ template placeholder --><p>About us.</p></body></html>",
+        "<html><body><p>Tickets cost $5 - $10, parking $$ or $$$ (expensive).</p></body></html>",
+        "<html><body><p>Was $20, now $15 and free shipping over $50.</p></body></html>",
+        "<html><body><style>.a:after{content:'$$x^2$$'}</style><p>Plain text.</p></body></html>",
+    ]
+    assert _tags(*pages) == [0, 0, 0, 0, 0]
+
+
+def test_rendered_math_elements_and_delimited_tex_count_once_each():
+    pages = [
+        "<html><body><p>Let $x \\in A$ and $$\\int_0^1 f = 1.$$</p></body></html>",  # 2 delimited formulas
+        '<html><body><p>We have <script type="math/tex">a^2+b^2=c^2</script>.</p></body></html>',
+        # KaTeX: the visible HTML half and the MathML half with its TeX annotation are one formula
+        '<html><body><p><span class="katex"><span class="katex-mathml"><math><semantics><mi>x</mi>'
+        '<annotation encoding="application/x-tex">x</annotation></semantics></math></span>'
+        '<span class="katex-html">x</span></span> is real.</p></body></html>',
+        "<html><body><p><math><mi>y</mi><mo>=</mo><mn>2</mn></math> and \\[ y > 1 \\]</p></body></html>",
+        '<html><body><p><img class="latex" src="https://s0.wp.com/latex.php?latex=n%5E2" alt="n^2"></p></body></html>',
+    ]
+    assert _tags(*pages) == [2, 1, 1, 2, 1]
+
+
+def test_symbol_density_is_measured_on_the_page_text():
+    # a large page (like a 700 KB Wikipedia article) whose text is math: raw-HTML density would be diluted
+    markup = "".join(f'<div class="nav-item" data-x="{i:06d}"><script>var v{i}=1;</script></div>' for i in range(4000))
+    text = "For all ε > 0 there is δ > 0 with |f(x) − f(y)| ≤ ε whenever ∀ x ∈ U, x ≠ y. " * 3
+    page = f"<html><body>{markup}<p>{text}</p></body></html>"
+    assert len(page) > 200_000
+    cols = _stage("math_signals_v1", {"field": "html"})(pa.table({"html": [page]})).table
+    assert cols.column("math__n_symbols").to_pylist() == [15]  # ≤ ∀ ∈ ≠ − (5 per sentence) x 3
+    assert cols.column("math__symbol_density").to_pylist()[0] > 40  # 15 per ~250 characters of text
+    assert _stage("math_filter_v1", {"require": "symbols"})(cols).stats.rows_out == 1
+
+
+def test_binary_html_is_decoded_by_its_declared_charset():
+    page = "<html><body><p>Poincaré proved that ∀ x … no: the conjecture.</p></body></html>"
+    raw = page.replace("∀ x … no", "x").encode("cp1252")
+    table = pa.table({"content": pa.array([raw], pa.binary()), "content_type": ["text/html; charset=ISO-8859-1"]})
+    from corpus.stages.math_filters import signal_columns, SignalsConfig
+    from corpus.math.visible import visible_math
+    from corpus.math.html_math import decode_markup as to_str
+
+    assert "Poincaré" in to_str(raw, "text/html; charset=ISO-8859-1")
+    assert visible_math(to_str(raw, "text/html; charset=ISO-8859-1")).text == "Poincaré proved that x: the conjecture."
+    cols = signal_columns(table, SignalsConfig(field="content"), "math_signals_v1")
+    assert cols["math__n_symbols"].to_pylist() == [0]  # é is a letter (Latin-1 math signs are × ÷ ± ¬ ...)
+
+
+def test_signal_counts_on_text_and_lists():
     from corpus.math.signals import MATH_TAGS, latex_words, math_symbols
 
-    assert 40 <= len(MATH_TAGS) <= 60
     assert 300 <= len(math_symbols()) <= 400 and "∀" in math_symbols() and "α" not in math_symbols()
-    assert "frac" in latex_words() and len(latex_words()) > 300
-    page = '<script type="math/tex">x \\le y</script> for all x ∈ ℝ: ∀ε>0 \\frac{1}{2} \\int_0^1'
-    table = pa.table({"html": [page, "<p>No math here, just $5 and 10% off.</p>", None]})
-    result = _stage("math_signals_v1", {"field": "html"})(table)
+    assert "frac" in latex_words() and len(latex_words()) > 300 and len(MATH_TAGS) >= 40
+    table = pa.table({"text": ["for all x ∈ ℝ: ∀ε>0 $\\frac{1}{2}$ \\int_0^1", "Just $5 and 10% off.", None]})
+    result = _stage("math_signals_v1", {"field": "text", "markup": "text"})(table)
     cols = result.table
-    assert result.stats.counters == {"tags": 3, "rows_with_tags": 1, "symbols": 2, "rows_with_symbols": 1,
-                                     "latex": 3, "rows_with_latex": 1}
-    assert cols.column("math__n_tags").to_pylist() == [3, 0, 0]  # math/tex, \frac{, \int_
+    assert result.stats.counters == {"tags": 1, "rows_with_tags": 1, "symbols": 2, "rows_with_symbols": 1,
+                                     "latex": 2, "rows_with_latex": 1}
+    assert cols.column("math__n_tags").to_pylist() == [1, 0, 0]  # $\frac{1}{2}$
     assert cols.column("math__n_symbols").to_pylist() == [2, 0, 0]  # ∈ ∀ (ℝ is a letter)
-    assert cols.column("math__n_latex").to_pylist() == [3, 0, 0]  # \le \frac \int
-    binary = pa.table({"html": pa.array([page.encode()], pa.binary())})
-    assert _stage("math_signals_v1", {"field": "html"})(binary).table.column("math__n_symbols").to_pylist() == [2]
+    assert cols.column("math__n_latex").to_pylist() == [2, 0, 0]  # \frac \int
 
 
 def test_math_filter_modes_and_reasons():
-    table = pa.table({"text": ["Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞",
-                               '<span class="katex">x</span> see KaTeX output',
-                               "A plain page about cooking pasta for dinner."]})
+    table = pa.table({"text": ["<p>Let $x \\in A$ and $y \\le x$ with \\sum_i a_i \\cdot b ≤ ∞</p>",
+                               '<p><span class="katex">x</span> see KaTeX output</p>',
+                               "<p>A plain page about cooking pasta for dinner.</p>"]})
     scored = _stage("math_signals_v1")(table).table
     assert _stage("math_filter_v1")(scored).rejects.column("drop_reason").to_pylist() == ["no_math"]
     symbols = _stage("math_filter_v1", {"require": "symbols"})(scored)
     assert symbols.table.column("text").to_pylist() == [table.column("text")[0].as_py()]
-    assert _stage("math_filter_v1", {"require": "both"})(scored).stats.rows_out == 1  # \sum_ is a tag too
+    assert _stage("math_filter_v1", {"require": "both"})(scored).stats.rows_out == 1
     assert _stage("math_filter_v1", {"require": "tags"})(table).stats.rows_out == 2  # scores itself
     with pytest.raises(ConfigError, match="min_tags must be >= 1"):
         _stage("math_filter_v1", {"min_tags": 0})
@@ -59,12 +124,41 @@ def test_domain_allow_list(tmp_path):
     table = pa.table({"text": list("abcdef"), "url": [
         "https://math.stackexchange.com/questions/1", "https://en.wikipedia.org/wiki/Group", "https://example.com/x",
         "https://simple.wikipedia.org/wiki/Cat", None, "MATH.StackExchange.com/q/2"]})
-    result = _stage("math_domains_v1", {"domains_file": str(path)})(table)
+    result = _stage("math_domains_v1", {"domains_file": str(path), "mode": "gate"})(table)
     assert result.table.column("text").to_pylist() == ["a", "b", "f"]
     assert result.rejects.column("drop_reason").to_pylist() == ["domain_not_allowed", "domain_denied", "no_url"]
     path.write_text("math.stackexchange.com maybe\n")
     with pytest.raises(ConfigError, match="line 1"):
         _stage("math_domains_v1", {"domains_file": str(path)})
+
+
+def test_domains_boost_instead_of_gating(tmp_path):
+    path = tmp_path / "domains.txt"
+    path.write_text("math.stackexchange.com\nwikipedia.org allow\nsimple.wikipedia.org neutral\ngithub.com deny\n")
+    urls = ["https://math.stackexchange.com/q/1", "https://en.wikipedia.org/wiki/Group", "https://blog.example.com/p",
+            "https://blog.example.com/q", "https://github.com/x/y", "https://simple.wikipedia.org/wiki/Cat", None]
+    scores = [0.3, 0.1, 0.7, 0.4, 0.99, 0.3, 0.6]
+    table = pa.table({"url": urls, "math__classifier_score": pa.array(scores, pa.float32())})
+    result = _stage("math_domains_v1", {"domains_file": str(path)})(table)  # boost: 0.2 allowed, 0.5 others
+    # an unlisted blog above 0.5 is kept (the old allow-list dropped it); a denied domain drops at any score
+    assert result.table.column("url").to_pylist() == [urls[0], urls[2], None]
+    assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score",
+                                                                 "domain_denied", "low_math_score"]
+    with pytest.raises(ConfigError, match="math__classifier_score"):
+        _stage("math_domains_v1", {"domains_file": str(path)})(pa.table({"url": urls}))
+    with pytest.raises(ConfigError, match="allowed_min_score <= min_score"):
+        _stage("math_domains_v1", {"domains_file": str(path), "min_score": 0.1})
+
+
+def test_shipped_domain_list_parses_with_its_criterion():
+    from corpus.stages.math_domains import DEFAULT_DOMAINS, label_for, load_domain_labels
+
+    labels = load_domain_labels(DEFAULT_DOMAINS)
+    assert sum(v == "allow" for v in labels.values()) >= 120
+    assert label_for("math.stackexchange.com", labels) == "allow"
+    assert label_for("cooking.stackexchange.com", labels) == "neutral"
+    assert label_for("someone.wordpress.com", labels) == "neutral" and label_for("github.com", labels) == "deny"
+    assert "Criterion" in (DEFAULT_DOMAINS.parent / "SOURCE.txt").read_text()
 
 
 def test_bundled_domain_file_parses():
@@ -73,3 +167,25 @@ def test_bundled_domain_file_parses():
 
     labels = load_domain_labels(SAMPLES / "math" / "math_domains.txt")
     assert labels["mathoverflow.net"] == "allow" and labels["wordpress.com"] == "deny"
+
+
+def test_separator_dots_currency_and_legal_sections_are_not_math_symbols():
+    # a wiki page with `·` between menu items, a German law page with § signs, prices in £/¥
+    text = "Home · News · Spells · Games " * 10 + "Nach § 823 BGB und § 1004 BGB " * 5 + "£5 or ¥600"
+    cols = _stage("math_signals_v1", {"field": "text", "markup": "text"})(pa.table({"text": [text]})).table
+    assert cols.column("math__n_symbols").to_pylist() == [0]
+    assert _stage("math_filter_v1")(cols).stats.rows_out == 0
+    assert _stage("math_signals_v1", {"field": "text", "markup": "text"})(
+        pa.table({"text": ["3 × 4 ± 1 ÷ 2, ¬p"]})).table.column("math__n_symbols").to_pylist() == [4]
+
+
+def test_real_pages_loader_and_sql_dollars_give_no_tags_real_math_does(shared_data):
+    # Readability test pages, labelled by reading: quanta-1 loads MathJax site-wide for a story without
+    # formulas; toc-missing has PostgreSQL `$$` function bodies; mathjax and wikipedia-3 render formulas
+    pages = shared_data / "web_extraction" / "mozilla_readability" / "test-pages"
+    names = ["quanta-1", "toc-missing", "mathjax", "wikipedia-3"]
+    raw = [(pages / n / "source.html").read_bytes() for n in names]
+    assert b"MathJax" in raw[0] and b"$$" in raw[1]
+    table = pa.table({"html": pa.array(raw, pa.binary())})
+    tags = _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
+    assert tags[:2] == [0, 0] and min(tags[2:]) >= 5, tags

@@ -87,3 +87,22 @@ def test_labelled_set_composition():
     assert len(rows) == 543 and sum(r["label"] for r in rows) == 262
     assert {r["id"] for r in rows if r["origin"] == "readability/math"} == {
         "readability-mathjax", "readability-wikipedia-3"}
+
+
+@pytest.mark.parametrize("encoding,header", [("utf-8", "text/html; charset=UTF-8"),
+                                             ("cp1252", "text/html; charset=windows-1252"),
+                                             ("cp1252", "text/html; charset=ISO-8859-1")])
+def test_warc_bytes_are_decoded_by_the_http_charset(encoding, header):
+    # no <meta charset>: only the HTTP header names the encoding (lxml alone reads UTF-8 as Latin-1: "PoincarÃ©")
+    page = "<html><body><p>Poincaré's conjecture: every closed $3$-manifold …</p></body></html>"
+    raw = page.replace("…", "...").encode(encoding)
+    table = pa.table({"content": pa.array([raw], pa.binary()), "content_type": [header]})
+    out = stage_class("math_qa_extract_v1")({"field": "content", "fallback": "page_text"})(table).table
+    assert out.column("text").to_pylist() == ["Poincaré's conjecture: every closed $3$-manifold ..."]
+    signals = stage_class("math_signals_v1")({"field": "content"})(table).table
+    assert signals.column("math__n_tags").to_pylist() == [1]  # `$3$`
+
+
+def test_control_characters_in_a_page_do_not_break_text_extraction():
+    page = "<html><body><p>Let\x0b $x\x01 = 1$\x1f here.</p><pre>a\n  b</pre></body></html>"
+    assert page_text(page) == "Let $x = 1$ here.\n\na\nb"
