@@ -50,21 +50,11 @@ def hf_loss(model, batches) -> float:
     return total / count
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--group-size", type=int, default=16)
-    args = ap.parse_args()
-
-    from training import checkpoint as ckpt
-    from training import parallel
+def tiny_checkpoint(steps: int) -> tuple[Path, Path]:
+    """Train the tiny model on the byte-level tiny-core mixture (bundled C4) in a temp dir."""
     from training.byte_mixture import bundled_c4_texts, publish_tiny_mixtures
     from training.config import from_dict
-    from training.export_hf import export_hf
-    from training.quantize.evalset import eval_set, mean_loss
-    from training.quantize.palettize import (EMBEDDING, allocate_bits, int8_rows, is_palettized, layer_bpw,
-                                             palettize_state, sensitivities)
-    from training.trainer import load_model, train
+    from training.trainer import train
 
     work = Path(tempfile.mkdtemp(prefix="bench-palettize-"))
     publish_tiny_mixtures(work / "root", bundled_c4_texts(REPO))
@@ -73,9 +63,27 @@ def main() -> int:
         "data": {"mixture": "tiny-core", "root": str(work / "root"), "valid_samples": 32},
         "optim": {"name": "afm_rmsprop", "peak_lr": 0.03, "warmup_steps": 5, "final_fraction": 0.005,
                   "mup_base_width": 64},
-        "global_batch": 16, "micro_batch": 16, "steps": args.steps, "seed": 7, "out_dir": str(work / "run"),
+        "global_batch": 16, "micro_batch": 16, "steps": steps, "seed": 7, "out_dir": str(work / "run"),
         "log_every": 0})
     checkpoint = train(cfg, log=lambda *a, **k: None).checkpoint
+    return work, checkpoint
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--group-size", type=int, default=16)
+    args = ap.parse_args()
+
+    from training import checkpoint as ckpt
+    from training import parallel
+    from training.export_hf import export_hf
+    from training.quantize.evalset import eval_set, mean_loss
+    from training.quantize.palettize import (EMBEDDING, allocate_bits, int8_rows, is_palettized, layer_bpw,
+                                             palettize_state, sensitivities)
+    from training.trainer import load_model
+
+    work, checkpoint = tiny_checkpoint(args.steps)
     info = ckpt.open_checkpoint(checkpoint)
     data = eval_set(info, cache_dir=work / "cache", calib_samples=16, valid_samples=64)
     parallel.setup(parallel.ParallelConfig())

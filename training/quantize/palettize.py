@@ -276,3 +276,20 @@ def load_palettized(directory: str | Path, *, seq_length: int | None = None, par
                         kernels=manifest.get("kernels", "local"))
     ckpt.load_state_dict_(model, dequantized_state(directory))
     return model, manifest
+
+
+def export_hf_dequantized(directory: str | Path, out: str | Path) -> Path:
+    """The HF (Qwen3) export of a palettized model: `train export-hf` of its source checkpoint (config,
+    tokenizer), with the weights replaced by the dequantized ones (fp32, LUT[index] / int8 · scale)."""
+    from safetensors.torch import save_file
+
+    from ..export_hf import convert_state, export_hf
+
+    manifest = read_manifest(directory)
+    out = export_hf(manifest["source_checkpoint"], out)
+    save_file(convert_state(dequantized_state(directory), manifest["model_shape"]), str(out / "model.safetensors"),
+              metadata={"format": "pt"})
+    provenance = json.loads((out / "export.json").read_text())
+    provenance["palettized"] = {"directory": str(Path(directory).resolve()), "bpw": manifest["bpw_palettized"]}
+    (out / "export.json").write_text(json.dumps(provenance, indent=2))
+    return out
