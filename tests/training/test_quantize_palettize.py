@@ -153,3 +153,16 @@ def test_allocation_on_the_on_device_shape_lands_in_the_reports_range():
     n = {k: a * b for k, (a, b) in sizes.items()}
     bpw = sum(layer_bpw(sizes[k], bits[k], 16) * n[k] for k in sizes) / sum(n.values())
     assert 3.5 <= bpw <= 3.6
+
+
+def test_activation_weighted_kmeans_favours_heavy_columns():
+    torch.manual_seed(1)
+    w = torch.randn(16, 64) * 0.05
+    energy = torch.ones(64)
+    energy[:8] = 1000.0  # the first 8 input columns see large activations
+    plain_lut, plain_idx = palettize_tensor(w, bits=2, group_size=16)
+    lut, idx = palettize_tensor(w, bits=2, group_size=16, col_weights=energy)
+    from training.quantize.palettize import dequantize_tensor
+
+    err = lambda l, i: ((dequantize_tensor(l, i, 16) - w) ** 2 * energy).sum()  # noqa: E731
+    assert float(err(lut, idx)) < 0.9 * float(err(plain_lut, plain_idx))

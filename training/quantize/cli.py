@@ -12,6 +12,8 @@ def add_parser(sub) -> None:
     pal.add_argument("--group-size", type=int, default=16, help="output channels sharing one lookup table")
     pal.add_argument("--seed", type=int, default=0, help="k-means++ seed")
     pal.add_argument("--calib-samples", type=int, default=16, help="training-split samples for sensitivity")
+    pal.add_argument("--weighting", choices=["none", "activations"], default="activations",
+                     help="activations: k-means weighted by the calibration batches' squared inputs")
     pal.add_argument("--out", required=True, help="directory to write")
     pal.set_defaults(func=cmd_palettize)
     add_adapter_commands(qsub)
@@ -21,7 +23,8 @@ def cmd_palettize(args) -> int:
     from .palettize import PalettizeConfig, palettize_checkpoint
 
     palettize_checkpoint(args.checkpoint, args.out, PalettizeConfig(
-        bpw=args.bpw, group_size=args.group_size, seed=args.seed, calib_samples=args.calib_samples))
+        bpw=args.bpw, group_size=args.group_size, seed=args.seed, calib_samples=args.calib_samples,
+        weighting=args.weighting))
     return 0
 
 

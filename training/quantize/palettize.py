@@ -52,12 +52,17 @@ class PalettizeConfig:
     seed: int = 0
     iters: int = 50
     calib_samples: int = 16
+    # "activations": k-means weighted by the calibration batches' mean squared input of each column (a weight
+    # multiplying a large activation counts more); "none": plain k-means
+    weighting: str = "activations"
 
     def __post_init__(self):
         if self.group_size < 1:
             raise ConfigError(f"palettize: group_size must be >= 1; got {self.group_size}")
         if sorted(self.bits, reverse=True) != list(self.bits) or any(b not in (1, 2, 4, 8) for b in self.bits):
             raise ConfigError(f"palettize: bits must be descending values among 1, 2, 4, 8; got {self.bits}")
+        if self.weighting not in ("none", "activations"):
+            raise ConfigError(f"palettize: weighting must be 'none' or 'activations'; got {self.weighting!r}")
 
 
 def is_palettized(name: str, tensor: torch.Tensor) -> bool:
@@ -78,13 +83,17 @@ def _grouped(w: torch.Tensor, group_size: int) -> torch.Tensor:
     return w.reshape(rows // group_size, group_size * cols)
 
 
-def palettize_tensor(w: torch.Tensor, *, bits: int, group_size: int, seed: int = 0, iters: int = 50):
+def palettize_tensor(w: torch.Tensor, *, bits: int, group_size: int, seed: int = 0, iters: int = 50,
+                     col_weights: torch.Tensor | None = None):
     """-> (lut [groups, 2**bits] fp16, indices [rows, cols] uint8). The LUT is rounded to fp16 after
-    k-means, so dequantization is exactly what is stored."""
+    k-means, so dequantization is exactly what is stored. `col_weights` [cols]: weighted k-means."""
     x = _grouped(w.float(), group_size)
     k = 1 << bits
     chunk = max(1, (1 << 25) // (x.shape[1] * k))  # keeps the [g, N, k] tensors to ~128 MiB
-    centres, idx = kmeans(x, k, seed=seed, iters=iters, chunk=chunk)
+    weights = None
+    if col_weights is not None:
+        weights = col_weights.float()[None, None, :].expand(x.shape[0], group_size, -1).reshape(x.shape)
+    centres, idx = kmeans(x, k, seed=seed, iters=iters, chunk=chunk, weights=weights)
     return centres.half(), idx.reshape(w.shape).to(torch.uint8)
 
 
@@ -126,7 +135,7 @@ class Palettized:
 
 
 def palettize_state(state: dict[str, torch.Tensor], layer_bits: dict[str, int], *, group_size: int,
-                    seed: int = 0, iters: int = 50) -> Palettized:
+                    seed: int = 0, iters: int = 50, col_weights: dict | None = None) -> Palettized:
     """Quantize a state dict with the given bits per layer (16 = leave that layer in fp32)."""
     deq, stored, layers = {}, {}, {}
     paletted_bits = paletted_n = 0.0
@@ -135,7 +144,8 @@ def palettize_state(state: dict[str, torch.Tensor], layer_bits: dict[str, int], 
             continue
         if name in layer_bits and layer_bits[name] < 16:
             b = layer_bits[name]
-            lut, idx = palettize_tensor(w, bits=b, group_size=group_size, seed=seed, iters=iters)
+            lut, idx = palettize_tensor(w, bits=b, group_size=group_size, seed=seed, iters=iters,
+                                        col_weights=(col_weights or {}).get(name))
             deq[name] = dequantize_tensor(lut, idx, group_size).to(w.dtype)
             stored[name + ".lut"] = lut
             stored[name + ".idx"] = torch.from_numpy(pack(idx.numpy(), b))
@@ -162,8 +172,32 @@ def palettize_state(state: dict[str, torch.Tensor], layer_bits: dict[str, int], 
     return Palettized(state=deq, stored=stored, manifest=manifest)
 
 
+def input_energy(model, names: list[str], batches: list[dict]) -> dict[str, torch.Tensor]:
+    """Mean squared input of each column of each named linear layer over `batches` (forward hooks)."""
+    from .evalset import mean_loss
+
+    modules = dict(model.named_modules())
+    sums: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = {}
+
+    def hook_for(name):
+        def hook(module, args, output):
+            x = args[0].detach().float().reshape(-1, args[0].shape[-1])
+            sums[name] = sums.get(name, 0) + (x * x).sum(0)
+            counts[name] = counts.get(name, 0) + x.shape[0]
+        return hook
+
+    handles = [modules[n[: -len(".weight")]].register_forward_hook(hook_for(n)) for n in names]
+    try:
+        mean_loss(model, batches)
+    finally:
+        for h in handles:
+            h.remove()
+    return {n: (sums[n] / counts[n]).cpu() for n in names}
+
+
 def sensitivities(model, state: dict, names: list[str], batches: list[dict], *, bits: int, group_size: int,
-                  seed: int) -> tuple[float, dict[str, float]]:
+                  seed: int, col_weights: dict | None = None) -> tuple[float, dict[str, float]]:
     """Calibration loss of the float model, and its increase when each layer alone is at `bits`."""
     from .evalset import mean_loss
 
@@ -172,7 +206,8 @@ def sensitivities(model, state: dict, names: list[str], batches: list[dict], *, 
     params = dict(model.named_parameters())
     for name in names:
         original = params[name].detach().clone()
-        lut, idx = palettize_tensor(state[name], bits=bits, group_size=group_size, seed=seed)
+        lut, idx = palettize_tensor(state[name], bits=bits, group_size=group_size, seed=seed,
+                                    col_weights=(col_weights or {}).get(name))
         with torch.no_grad():
             params[name].copy_(dequantize_tensor(lut, idx, group_size))
             out[name] = mean_loss(model, batches) - base
@@ -198,11 +233,13 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
         raise ManifestError(f"{info.directory}: no linear layers to palettize (tensor-parallel shards?)")
     t0 = time.perf_counter()
     data = eval_set(info, cache_dir=out / ".data-cache", calib_samples=cfg.calib_samples, valid_samples=8)
+    col_weights = input_energy(model, names, data.calib) if cfg.weighting == "activations" else None
     base, sens = sensitivities(model, state, names, data.calib, bits=cfg.bits[-1], group_size=cfg.group_size,
-                               seed=cfg.seed)
+                               seed=cfg.seed, col_weights=col_weights)
     layer_bits = allocate_bits({k: tuple(state[k].shape) for k in names}, sens, target=cfg.bpw,
                                bits=(cfg.bits[0], cfg.bits[-1]), group_size=cfg.group_size)
-    result = palettize_state(state, layer_bits, group_size=cfg.group_size, seed=cfg.seed, iters=cfg.iters)
+    result = palettize_state(state, layer_bits, group_size=cfg.group_size, seed=cfg.seed, iters=cfg.iters,
+                             col_weights=col_weights)
     result.manifest.update({
         "source_checkpoint": str(info.directory.resolve()), "source_run": info.manifest.get("run"),
         "source_step": info.manifest.get("step"), "model_shape": info.manifest["model_shape"],
