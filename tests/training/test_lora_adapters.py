@@ -134,6 +134,13 @@ def test_recovery_lora_lowers_quantized_heldout_loss(trained, tmp_path):
     assert all(not p.requires_grad for p in model.parameters())  # the base stayed frozen
     host.detach()
     assert mean_loss(model, data.valid) == pytest.approx(quant, abs=1e-6)
+    # a feature adapter initialised from the recovery adapter: starts at its values, trains a copy
+    before = {k: v.detach().clone() for k, v in adapter.A.items()}
+    feature, host2, _ = train_recovery(model, batches[:2], RecoveryConfig(steps=2), init_from=adapter, log=None)
+    host2.detach()
+    assert all(torch.equal(adapter.A[k], before[k]) for k in before)  # the recovery adapter is untouched
+    assert any(not torch.equal(feature.A[k], before[k]) for k in before)
+    assert feature.config == adapter.config
     # svd init: before any step the adapted weights are W_hat + best rank-r approximation of W - W_hat
     from training.adapters.lora import new_adapter
 

@@ -88,6 +88,13 @@ class Adapter:
         return self.config.scale * (self.B[key] @ self.A[key])
 
 
+def copy_adapter(adapter: Adapter) -> Adapter:
+    """An independent copy (new parameters, same values, same config)."""
+    A = torch.nn.ParameterDict({k: torch.nn.Parameter(v.detach().clone()) for k, v in adapter.A.items()})
+    B = torch.nn.ParameterDict({k: torch.nn.Parameter(v.detach().clone()) for k, v in adapter.B.items()})
+    return Adapter(config=adapter.config, A=A, B=B, meta=dict(adapter.meta))
+
+
 def _key(name: str) -> str:
     return name.replace(".", "/")  # ParameterDict keys may not contain dots
 

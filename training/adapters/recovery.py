@@ -18,7 +18,7 @@ from .. import parallel
 from ..data import batch_at, blend_from_pairs, build_splits, valid_fraction
 from ..losses import cross_entropies, masked_mean
 from ..optim import skip_or_clip_grad_norm_
-from .lora import AdapterHost, LoraConfig, new_adapter
+from .lora import Adapter, AdapterHost, LoraConfig, copy_adapter, new_adapter
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,12 +45,17 @@ def train_batches(manifest: dict, *, n: int, batch: int, cache_dir: str | Path) 
     return [batch_at(splits.train, s, batch) for s in range(0, n, batch)]
 
 
-def train_recovery(model, batches: list[dict], cfg: RecoveryConfig, *, residual: dict | None = None, log=print):
-    """Train a new adapter on `model` (frozen: its parameters get no gradient) over `batches` (cycled for
-    cfg.steps). Returns (adapter, per-step losses); the adapter is left attached through the returned host."""
+def train_recovery(model, batches: list[dict], cfg: RecoveryConfig, *, residual: dict | None = None,
+                   init_from: Adapter | None = None, loss_fn=None, log=print):
+    """Train an adapter on `model` (frozen: its parameters get no gradient) over `batches` (cycled for
+    cfg.steps). `init_from`: start from a copy of that adapter (a feature adapter initialised from the
+    recovery adapter; the original is not changed) instead of a new one. `loss_fn(logits, batch)`: the
+    objective (default: next-token cross-entropy over the loss mask). Returns (adapter, host, per-step
+    losses); the adapter is left attached through the returned host."""
     for p in model.parameters():
         p.requires_grad_(False)
-    adapter = new_adapter(model, cfg.lora, seed=cfg.seed, residual=residual)
+    adapter = copy_adapter(init_from) if init_from is not None else \
+        new_adapter(model, cfg.lora, seed=cfg.seed, residual=residual)
     host = AdapterHost(model)
     host.attach(adapter)
     params = adapter.parameters()
@@ -65,8 +70,11 @@ def train_recovery(model, batches: list[dict], cfg: RecoveryConfig, *, residual:
             g["lr"] = lr
         opt.zero_grad(set_to_none=True)
         logits = model(b["tokens"].to(dev), b["position_ids"].to(dev), None)
-        (ce,) = cross_entropies(logits, [b["labels"].to(dev)])
-        loss = masked_mean(ce, b["loss_mask"].to(dev))
+        if loss_fn is not None:
+            loss = loss_fn(logits, {k: v.to(dev) for k, v in b.items()})
+        else:
+            (ce,) = cross_entropies(logits, [b["labels"].to(dev)])
+            loss = masked_mean(ce, b["loss_mask"].to(dev))
         loss.backward()
         _, keep = skip_or_clip_grad_norm_(params, max_norm=cfg.grad_clip, drop_norm=None)
         if keep:
@@ -74,7 +82,7 @@ def train_recovery(model, batches: list[dict], cfg: RecoveryConfig, *, residual:
         losses.append(float(loss.detach()))
     model.eval()
     if log:
-        log(f"recovery LoRA rank {cfg.lora.rank} init {cfg.lora.init}: train loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+        log(f"LoRA rank {adapter.config.rank} init {'adapter' if init_from else adapter.config.init}: train loss {losses[0]:.4f} -> {losses[-1]:.4f}")
     return adapter, host, losses
 
 
