@@ -166,3 +166,11 @@ def test_activation_weighted_kmeans_favours_heavy_columns():
 
     err = lambda l, i: ((dequantize_tensor(l, i, 16) - w) ** 2 * energy).sum()  # noqa: E731
     assert float(err(lut, idx)) < 0.9 * float(err(plain_lut, plain_idx))
+
+
+def test_allocation_gives_back_bits_after_an_overshoot():
+    # all 4-bit: 4.25 bpw over 10240 weights. Order by loss per bit: small (4480 bits saved), big (17920).
+    # Demoting small leaves 3.81 > 3.6, so big goes too (2.06); small then fits back at 4 bits (2.50 <= 3.6).
+    sizes = {"small": (32, 64), "big": (128, 64)}
+    bits = allocate_bits(sizes, {"small": 0.001, "big": 0.01}, target=3.6, bits=(4, 2), group_size=16)
+    assert bits == {"small": 4, "big": 2}

@@ -111,7 +111,8 @@ def int8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def allocate_bits(sizes: dict[str, tuple[int, int]], sensitivity: dict[str, float], *, target: float,
                   bits: tuple[int, int], group_size: int) -> dict[str, int]:
     """Greedy: all layers at bits[0]; demote to bits[1] in order of sensitivity per bit saved (least hurt
-    first) while the average bpw over the layers is above `target`."""
+    first) while the average bpw over the layers is above `target`; then, most sensitive first, return
+    demoted layers to bits[0] where the average stays <= `target` (the last demotion can overshoot)."""
     hi, lo = bits
     n = {k: s[0] * s[1] for k, s in sizes.items()}
     cost = {k: {b: layer_bpw(s, b, group_size) * n[k] for b in (hi, lo)} for k, s in sizes.items()}
@@ -119,11 +120,18 @@ def allocate_bits(sizes: dict[str, tuple[int, int]], sensitivity: dict[str, floa
     chosen = {k: hi for k in sizes}
     spent = sum(cost[k][hi] for k in sizes)
     order = sorted(sizes, key=lambda k: (sensitivity[k] / max(cost[k][hi] - cost[k][lo], 1e-9), k))
+    demoted = []
     for k in order:
         if spent / total <= target:
             break
         chosen[k] = lo
         spent += cost[k][lo] - cost[k][hi]
+        demoted.append(k)
+    # the last demotion may overshoot: give back high bits to the most sensitive demoted layers that still fit
+    for k in reversed(demoted):
+        if (spent + cost[k][hi] - cost[k][lo]) / total <= target:
+            chosen[k] = hi
+            spent += cost[k][hi] - cost[k][lo]
     return chosen
 
 
