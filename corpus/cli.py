@@ -22,6 +22,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "synth": ("synth.cli", "synthetic post-training data"),
     "train": ("training.cli", "pretraining, distillation, pruning, post-training"),
     "eval": ("evals.cli", "evaluations of data and models"),
+    "quantize": ("training.quantize.cli", "palettization and recovery adapters"),
 }
 
 

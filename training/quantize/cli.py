@@ -1,0 +1,105 @@
+"""`cidermill quantize ...`: palettize a checkpoint. Thin: parse, call, print."""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("quantize", help="palettization (k-means LUTs, mixed 2/4-bit) and recovery adapters")
+    qsub = p.add_subparsers(dest="quantize_cmd", required=True)
+    pal = qsub.add_parser("palettize", help="k-means LUT palettization of a checkpoint to a target bits/weight")
+    pal.add_argument("checkpoint", help="checkpoint directory (or a run directory: its newest checkpoint)")
+    pal.add_argument("--bpw", type=float, default=3.6, help="target bits per weight over the linear layers")
+    pal.add_argument("--group-size", type=int, default=16, help="output channels sharing one lookup table")
+    pal.add_argument("--seed", type=int, default=0, help="k-means++ seed")
+    pal.add_argument("--calib-samples", type=int, default=16, help="training-split samples for sensitivity")
+    pal.add_argument("--weighting", choices=["none", "activations"], default="activations",
+                     help="activations: k-means weighted by the calibration batches' squared inputs")
+    pal.add_argument("--out", required=True, help="directory to write")
+    pal.set_defaults(func=cmd_palettize)
+    add_adapter_commands(qsub)
+
+
+def cmd_palettize(args) -> int:
+    from .palettize import PalettizeConfig, palettize_checkpoint
+
+    palettize_checkpoint(args.checkpoint, args.out, PalettizeConfig(
+        bpw=args.bpw, group_size=args.group_size, seed=args.seed, calib_samples=args.calib_samples,
+        weighting=args.weighting))
+    return 0
+
+
+def add_adapter_commands(qsub) -> None:
+    rec = qsub.add_parser("recover", help="train an accuracy-recovery LoRA on a palettized model (base frozen)")
+    rec.add_argument("palettized", help="directory written by `quantize palettize`")
+    rec.add_argument("--rank", type=int, default=16)
+    rec.add_argument("--init", choices=["zero", "svd"], default="svd", help="svd: from W - W_hat of the source")
+    rec.add_argument("--steps", type=int, default=40)
+    rec.add_argument("--batch", type=int, default=16)
+    rec.add_argument("--lr", type=float, default=3e-3)
+    rec.add_argument("--out", required=True, help="adapter directory to write")
+    rec.set_defaults(func=cmd_recover)
+
+    ehf = qsub.add_parser("export-hf", help="HF (Qwen3) folder of a palettized model, weights dequantized")
+    ehf.add_argument("palettized", help="directory written by `quantize palettize`")
+    ehf.add_argument("--out", required=True)
+    ehf.set_defaults(func=cmd_export_hf)
+
+    exp = qsub.add_parser("export-adapter", help="write an adapter in PEFT format next to an HF export")
+    exp.add_argument("adapter", help="adapter directory (adapter.json + adapter.safetensors)")
+    exp.add_argument("--hf", required=True, help="folder written by `train export-hf`")
+    exp.add_argument("--name", help="subfolder under HF/adapters (default: the adapter folder's name)")
+    exp.set_defaults(func=cmd_export_adapter)
+
+
+def cmd_export_hf(args) -> int:
+    from .palettize import export_hf_dequantized
+
+    print(f"exported {args.palettized} (dequantized) to {export_hf_dequantized(args.palettized, args.out)}")
+    return 0
+
+
+def cmd_recover(args) -> int:
+    from .. import parallel
+    from ..adapters.lora import LoraConfig
+    from ..adapters.recovery import RecoveryConfig, train_batches, train_recovery
+    from ..adapters.store import base_id, save_adapter
+    from ..trainer import load_model
+    from .palettize import dequantized_state, load_palettized
+
+    parallel.setup(parallel.ParallelConfig())
+    model, manifest = load_palettized(args.palettized)
+    residual = None
+    if args.init == "svd":
+        source, _ = load_model(manifest["source_checkpoint"], seq_length=int(manifest["data"]["seq_length"]))
+        deq = dequantized_state(args.palettized)
+        w = source.state_dict()
+        residual = {k: w[k] - v for k, v in deq.items() if ".linear_" in k}
+    from pathlib import Path
+
+    batches = train_batches(manifest, n=args.batch * args.steps, batch=args.batch,
+                            cache_dir=Path(args.out) / ".data-cache")
+    adapter, host, losses = train_recovery(model, batches, RecoveryConfig(
+        lora=LoraConfig(rank=args.rank, init=args.init), steps=args.steps, batch=args.batch, lr=args.lr),
+        residual=residual)
+    host.detach()
+    save_adapter(args.out, adapter, base=base_id(args.palettized),
+                 extra={"steps": args.steps, "lr": args.lr, "data": manifest["data"]["source_id"],
+                        "train_losses": losses})
+    print(f"adapter written to {args.out}")
+    return 0
+
+
+def cmd_export_adapter(args) -> int:
+    import json
+    from pathlib import Path
+
+    from ..adapters.store import export_peft, load_adapter
+
+    hf = Path(args.hf)
+    config = json.loads((hf / "config.json").read_text())
+    shape = {"num_attention_heads": config["num_attention_heads"], "num_query_groups": config["num_key_value_heads"],
+             "head_dim": config["head_dim"], "ffn_hidden_size": config["intermediate_size"]}
+    out = export_peft(load_adapter(args.adapter), shape, hf / "adapters" / (args.name or Path(args.adapter).name),
+                      base_model=str(hf.resolve()))
+    print(f"PEFT adapter written to {out}")
+    return 0
