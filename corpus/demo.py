@@ -18,7 +18,7 @@ from .report import stats_table
 
 # Later areas add a module with `run(root: str) -> None`; missing ones are skipped.
 DEMO_STEPS = ["corpus.classify.demo", "corpus.mix_demo", "synth.demo", "training.demo", "evals.model.demo",
-              "training.post_demo"]
+              "training.post_demo", "training.quantize.demo"]
 
 
 def run_configs(root: str, pattern: str = "configs/demo/*.yaml") -> None:
