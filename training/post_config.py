@@ -16,6 +16,7 @@ import yaml
 from manifests.errors import ConfigError
 
 from .chat import TemplateConfig
+from .config import _build  # one key check (unknown keys, type errors) for every training config
 from .model.shapes import ModelShape, get_shape
 from .optim.builder import OptimConfig
 from .parallel import ParallelConfig
@@ -119,17 +120,6 @@ class PostTrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def _build(cls, raw: dict, where: str):
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(raw) - names
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    try:
-        return cls(**raw)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
 
 
 def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
