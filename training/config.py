@@ -137,8 +137,8 @@ def from_dict(raw: dict, *, where: str = "config") -> TrainConfig:
     return _build(TrainConfig, {**raw, **parts}, where)
 
 
-def load_config(path: str | Path, **overrides) -> TrainConfig:
-    """Read a YAML run config; `overrides` replace top-level keys (e.g. out_dir, steps)."""
+def read_yaml(path: str | Path, overrides: dict) -> dict:
+    """A YAML run config as a dict; `overrides` that are not None replace top-level keys (out_dir, steps...)."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -147,7 +147,12 @@ def load_config(path: str | Path, **overrides) -> TrainConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a run config is a mapping of keys")
     raw.update({k: v for k, v in overrides.items() if v is not None})
-    return from_dict(raw, where=str(path))
+    return raw
+
+
+def load_config(path: str | Path, **overrides) -> TrainConfig:
+    """Read a YAML run config; `overrides` replace top-level keys (e.g. out_dir, steps)."""
+    return from_dict(read_yaml(path, overrides), where=str(path))
 
 
 def with_(cfg: TrainConfig, **changes) -> TrainConfig:

@@ -11,12 +11,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from manifests.errors import ConfigError
 
 from .chat import TemplateConfig
-from .config import _build  # one key check (unknown keys, type errors) for every training config
+from .config import _build, read_yaml  # one key check and one YAML reader for every training config
 from .model.shapes import ModelShape, get_shape
 from .optim.builder import OptimConfig
 from .parallel import ParallelConfig
@@ -154,12 +152,4 @@ def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
 
 
 def load_config(path: str | Path, **overrides) -> PostTrainConfig:
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a run config is a mapping of keys")
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    return from_dict(raw, where=str(path))
+    return from_dict(read_yaml(path, overrides), where=str(path))

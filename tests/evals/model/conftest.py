@@ -5,21 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-_QUIET = (  # megatron-core deprecation noise and optional-package notices (as in tests/training/conftest.py)
-    "ignore:.*tp_group is None:DeprecationWarning",
-    "ignore:Transformer Engine and Apex are not installed",
-    "ignore:Apex is not installed",
-    "ignore:full scope is deprecated",
-    "ignore:The pad token id in the tokenizer collides",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if "tests/evals/model/" in str(item.fspath).replace("\\", "/"):
-            for rule in _QUIET:
-                item.add_marker(pytest.mark.filterwarnings(rule))
-
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, c4_docs):
