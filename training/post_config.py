@@ -19,7 +19,7 @@ from .model.shapes import ModelShape, get_shape
 from .optim.builder import OptimConfig
 from .parallel import ParallelConfig
 
-METHODS = ("sft", "rm", "dpo")
+METHODS = ("sft", "rm", "dpo", "mdloo")  # mdloo: its own section, training/mdloo_config.py
 
 
 @dataclass(frozen=True, kw_only=True)
