@@ -73,6 +73,15 @@ def add_parser(sub) -> None:
             pt.add_argument("--audit-packs", type=int, default=1)
         pt.set_defaults(func=cmd_post, method=method)
 
+    md = tsub.add_parser("mdloo", help="MDLOO online RL: n responses per prompt, leave-one-out advantage of a "
+                                       "KL-penalised rule reward, mirror-descent policy updates")
+    md.add_argument("config", help="MDLOO run config YAML (configs/train/post/*-mdloo.yaml)")
+    md.add_argument("--steps", type=int, help="override the number of MDLOO iterations")
+    md.add_argument("--out-dir", help="override out_dir")
+    md.add_argument("--init-from", help="override init_from (the SFT checkpoint)")
+    md.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
+    md.set_defaults(func=cmd_mdloo)
+
     show = tsub.add_parser("show", help="print a checkpoint's manifest")
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
@@ -239,4 +248,14 @@ def cmd_post(args) -> int:
 
         result = train_dpo(cfg, resume=args.resume, log=_log)
     _log(f"checkpoint {result.checkpoint}")
+    return 0
+
+
+def cmd_mdloo(args) -> int:
+    from .mdloo_config import load_config
+    from .rl_loop import train_mdloo
+
+    run = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
+    result = train_mdloo(run, resume=args.resume, log=_log)
+    _log(f"checkpoint {result.checkpoint}; reward curve {result.plot}")
     return 0

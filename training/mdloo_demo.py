@@ -13,8 +13,7 @@ import json
 import time
 from pathlib import Path
 
-OPTIM = {"name": "afm_rmsprop", "weight_decay": 0.0, "warmup_steps": 2, "final_fraction": 0.1,
-         "mup_base_width": 64}
+OPTIM = {"weight_decay": 0.0, "warmup_steps": 2, "final_fraction": 0.1, "mup_base_width": 64}
 
 
 def _write(path: Path, records: list[dict]) -> str:
@@ -23,7 +22,7 @@ def _write(path: Path, records: list[dict]) -> str:
     return str(path)
 
 
-def configs(out: Path, *, sft_steps: int = 30, iterations: int = 12, peak_lr: float = 0.003, high: int = 9,
+def configs(out: Path, *, sft_steps: int = 80, iterations: int = 16, peak_lr: float = 5e-4, high: int = 4,
             **mdloo) -> tuple[dict, dict]:
     from .rl_tasks import addition_records
 
@@ -33,13 +32,13 @@ def configs(out: Path, *, sft_steps: int = 30, iterations: int = 12, peak_lr: fl
     sft = {**common, "name": "mdloo-demo-sft", "method": "sft", "seq_length": 256, "global_batch": 8,
            "micro_batch": 8, "steps": sft_steps, "out_dir": str(out / "sft"),
            "data": {"sources": [{"path": sft_data}], "valid_fraction": 0.1},
-           "optim": {**OPTIM, "peak_lr": 0.02}}
-    rl = {**common, "name": "mdloo-demo", "method": "mdloo", "seq_length": 64, "global_batch": 32,
-          "micro_batch": 32, "steps": iterations, "out_dir": str(out / "mdloo"), "init_from": str(out / "sft"),
+           "optim": {**OPTIM, "name": "afm_rmsprop", "peak_lr": 0.02}}
+    rl = {**common, "name": "mdloo-demo", "method": "mdloo", "seq_length": 64, "global_batch": 128,
+          "micro_batch": 128, "steps": iterations, "out_dir": str(out / "mdloo"), "init_from": str(out / "sft"),
           "data": {"sources": [{"path": prompts}], "valid_fraction": 0.15},
-          "optim": {**OPTIM, "peak_lr": peak_lr, "warmup_steps": 0, "final_fraction": 1.0},
-          "mdloo": {"prompts_per_iteration": 8, "responses_per_prompt": 4, "inner_steps": 4, "kl_coef": 0.05,
-                    "trust_region": 0.1, "max_staleness": 1, "max_new_tokens": 10, "eval_prompts": 60, **mdloo}}
+          "optim": {**OPTIM, "name": "adamw", "peak_lr": peak_lr, "warmup_steps": 0, "final_fraction": 1.0},
+          "mdloo": {"prompts_per_iteration": 16, "responses_per_prompt": 8, "inner_steps": 8, "kl_coef": 0.05,
+                    "trust_region": 1.0, "max_staleness": 1, "max_new_tokens": 10, "eval_prompts": 60, **mdloo}}
     return sft, rl
 
 

@@ -148,6 +148,8 @@ def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
         parts["rm"] = _build(RMConfig, rm, f"{where}: rm")
     raw.pop("dpo", None)
     raw.pop("rm", None)
+    if raw.get("method") == "mdloo":
+        raw.pop("mdloo", None)  # its section is read by training.mdloo_config
     return _build(PostTrainConfig, {**raw, **parts}, where)
 
 
