@@ -1,0 +1,65 @@
+"""A policy checkpoint ready for rollouts: the megatron model, its tokenizer, and the chat-template ids a
+generator needs (the assistant header that opens a response, the `<|end|>` that closes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..chat import END, load_tokenizer, render
+from ..config import ConfigError
+
+
+@dataclass
+class Policy:
+    model: object  # megatron GPTModel, eval mode
+    tokenizer: object  # encode(text) -> ids, decode(ids) -> text
+    checkpoint: Path
+    manifest: dict
+
+    @property
+    def eos_id(self) -> int:
+        return int(getattr(self.tokenizer, "eod_id", 0))
+
+    def stop_sequences(self) -> list[list[int]]:
+        """The template's end-of-turn marker: a response ends when it writes `<|end|>`."""
+        return [self.tokenizer.encode(END.rstrip("\n"))]
+
+    def prompt_ids(self, messages: Sequence[dict], *, tools: Sequence[dict] | None = None) -> list[int]:
+        return chat_prompt_ids(messages, self.tokenizer, tools=tools)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+
+def chat_prompt_ids(messages: Sequence[dict], tokenizer, *, tools: Sequence[dict] | None = None) -> list[int]:
+    """The conversation so far in our chat template, followed by the assistant header a response continues;
+    tokenized per segment exactly as training.chat.tokenize does, so training and rollouts see the same ids."""
+    if not messages or messages[-1]["role"] == "assistant":
+        raise ConfigError("a rollout prompt must end with a user (or tool) turn, not an assistant turn")
+    ids: list[int] = []
+    for _role, header, body in render(messages, tools=tools):
+        ids += tokenizer.encode(header) + tokenizer.encode(body)
+    return ids + tokenizer.encode("<|assistant|>\n")
+
+
+def load_policy(checkpoint: str | Path, *, max_length: int = 2048) -> Policy:
+    """A post-training checkpoint (SFT, RS, DPO, RL) or pretraining checkpoint; TP=1 on this machine's device."""
+    from .. import parallel
+    from ..checkpoint import open_checkpoint
+    from ..trainer import load_model
+
+    info = open_checkpoint(checkpoint)
+    parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
+    model, info = load_model(info.directory, seq_length=max_length, parallel_output=False)
+    model.eval()
+    spec = (info.manifest.get("config") or {}).get("tokenizer")
+    if isinstance(spec, str):
+        tokenizer = load_tokenizer(spec)
+    else:  # a pretraining checkpoint: the tokenizer of its mixture
+        from ..export_hf import checkpoint_tokenizer
+
+        tok = checkpoint_tokenizer(info)
+        tokenizer = load_tokenizer("bytes" if tok.get("kind") == "bytes" else tok["model_file"])
+    return Policy(model=model, tokenizer=tokenizer, checkpoint=info.directory, manifest=info.manifest)
