@@ -117,3 +117,12 @@ def test_bad_arguments_are_refused(model):
         generate(model, [[1], []], max_new_tokens=4)
     with pytest.raises(ConfigError, match="stop sequences"):
         generate(model, PROMPTS, max_new_tokens=4, stop=[[]])
+
+
+def test_response_logprobs_equal_the_generators(model):
+    from training.rollout.score import response_logprobs
+
+    outs = generate(model, PROMPTS, max_new_tokens=8, temperature=1.0, seed=2)
+    scored = response_logprobs(model, [(o.prompt_ids, o.response_ids) for o in outs], micro_batch=3)
+    for o, s in zip(outs, scored):
+        assert s.shape == (8,) and max(abs(a - b) for a, b in zip(o.logprobs, s.tolist())) < 1e-5
