@@ -54,12 +54,16 @@ def load_policy(checkpoint: str | Path, *, max_length: int = 2048) -> Policy:
     parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
     model, info = load_model(info.directory, seq_length=max_length, parallel_output=False)
     model.eval()
+    return Policy(model=model, tokenizer=policy_tokenizer(info), checkpoint=info.directory, manifest=info.manifest)
+
+
+def policy_tokenizer(info):
+    """A checkpoint's tokenizer without building its model: post-training checkpoints name it in their config
+    (`bytes` or a file); pretraining ones through their mixture manifest."""
     spec = (info.manifest.get("config") or {}).get("tokenizer")
     if isinstance(spec, str):
-        tokenizer = load_tokenizer(spec)
-    else:  # a pretraining checkpoint: the tokenizer of its mixture
-        from ..export_hf import checkpoint_tokenizer
+        return load_tokenizer(spec)
+    from ..export_hf import checkpoint_tokenizer
 
-        tok = checkpoint_tokenizer(info)
-        tokenizer = load_tokenizer("bytes" if tok.get("kind") == "bytes" else tok["model_file"])
-    return Policy(model=model, tokenizer=tokenizer, checkpoint=info.directory, manifest=info.manifest)
+    tok = checkpoint_tokenizer(info)
+    return load_tokenizer("bytes" if tok.get("kind") == "bytes" else tok["model_file"])
