@@ -139,3 +139,13 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
     assert again.model_calls.total == 0 and rm2.calls == 0
     assert [r.version for r in again.rounds] == [r1.version, r2.version]  # same content, same versions
     assert [r.mean_reward for r in again.rounds] == [r1.mean_reward, r2.mean_reward]
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs/train/post").glob("*-itec.yaml")), ids=lambda p: p.name)
+def test_itec_configs_validate(path):
+    from training.itec_config import load_config
+
+    cfg = load_config(path)
+    assert cfg.committee and cfg.prompts and cfg.rewards.rm_checkpoint
+    assert all((REPO / s.path).is_file() for s in cfg.prompts)  # prompt files ship with the repository
+    assert cfg.rounds == 1 or cfg.refresh
