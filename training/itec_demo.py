@@ -40,7 +40,7 @@ def gsm8k_chat_records(path: Path = GSM8K, *, limit: int = 32) -> list[dict]:
 
 def _post(name: str, method: str, out: Path, **extra) -> dict:
     raw = {"name": name, "method": method, "model": {"shape": "tiny", "vocab_size": 256}, "tokenizer": "bytes",
-           "seq_length": 384, "global_batch": 8, "micro_batch": 8, "seed": 1234, "log_every": 0,
+           "seq_length": 256, "global_batch": 8, "micro_batch": 8, "seed": 1234, "log_every": 0,
            "out_dir": str(out / name),
            "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "weight_decay": 0.0, "warmup_steps": 3,
                      "final_fraction": 0.005, "mup_base_width": 64}}
@@ -67,20 +67,22 @@ def members(out: Path, *, log=lambda *_: None) -> dict[str, str]:
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text("".join(json.dumps(r) + "\n" for r in gsm8k_chat_records()))
     sft = reuse("sft") or str(train_sft(from_dict(_post(
-        "sft", "sft", out, steps=40, optim={"name": "afm_rmsprop", "peak_lr": 0.03, "warmup_steps": 3,
+        "sft", "sft", out, steps=30, optim={"name": "afm_rmsprop", "peak_lr": 0.03, "warmup_steps": 3,
                                            "mup_base_width": 64},
         data={"sources": [{"path": str(SAMPLES / "preference/llamafactory/kto_en_demo.json.gz")},
                           {"path": str(data), "weight": 2.0}], "valid_fraction": 0.1})), log=log).checkpoint)
     dpo = reuse("dpo") or str(train_dpo(from_dict(_post(
         "dpo", "dpo", out, steps=15, init_from=sft, dpo={"loss": "dpo", "beta": 0.1},
         data={"sources": [{"path": str(SAMPLES / "preference/llamafactory/dpo_en_demo.json.gz"),
-                           "format": "llamafactory"}], "valid_fraction": 0.15})), log=log).checkpoint)
+                           "format": "llamafactory", "max_records": 120}], "valid_fraction": 0.15})),
+        log=log).checkpoint)
     rm = reuse("rm") or str(train_rm(from_dict(_post(
         "rm", "rm", out, steps=20, init_from=sft, rm={},
         data={"sources": [{"path": str(SAMPLES / "preference/hh_rlhf/harmless-base_test_first800.jsonl.gz"),
-                           "format": "hh_rlhf", "max_records": 200},
+                           "format": "hh_rlhf", "max_records": 100},
                           {"path": str(SAMPLES / "preference/alpaca_eval/fusechat_weighted.json.gz"),
-                           "format": "alpaca_eval", "max_records": 200}], "valid_fraction": 0.2})), log=log).checkpoint)
+                           "format": "alpaca_eval", "max_records": 100}], "valid_fraction": 0.2})),
+        log=log).checkpoint)
     return {"sft": sft, "dpo": dpo, "rm": rm}
 
 
@@ -103,8 +105,9 @@ def config(root: str, ckpts: dict[str, str], *, rounds: int = 2, prompts_per_kin
         "rewards": {"rm_checkpoint": ckpts["rm"],
                     "weights": {"chat": {"rm": 1.0}, "math": {"math": 1.0, "rm": 0.1},
                                 "instruction": {"instruction": 1.0, "rm": 0.1}, "tool": {"tool": 1.0, "rm": 0.1}}},
+        "selection": {"min_margin": 0.01},  # the tiny RM's scores differ by ~1e-4: not a preference
         "rounds": rounds,
-        "refresh": [{"method": "sft", "steps": 15}],
+        "refresh": [{"method": "sft", "steps": 30}],
         "train": {"seq_length": 384, "micro_batch": 8, "global_batch": 8, "peak_lr": 0.01, "valid_fraction": 0.1},
     })
 
