@@ -126,3 +126,23 @@ def test_response_logprobs_equal_the_generators(model):
     scored = response_logprobs(model, [(o.prompt_ids, o.response_ids) for o in outs], micro_batch=3)
     for o, s in zip(outs, scored):
         assert s.shape == (8,) and max(abs(a - b) for a, b in zip(o.logprobs, s.tolist())) < 1e-5
+
+
+def test_sdpa_core_attention_gives_the_same_rollouts(model, tmp_path):
+    """load_policy's default model (fused SDPA core attention) against the stock megatron attention."""
+    from dataclasses import asdict
+
+    from training import checkpoint as ckpt
+    from training.rollout import load_policy
+
+    shape = get_shape("tiny", vocab_size=64)
+    ckpt.save(tmp_path / "c", model=model, manifest={
+        "run": "t", "model_shape": asdict(shape), "rotary_base": 10_000, "kernels": "local",
+        "config": {"tokenizer": "bytes"}, "data": {"seq_length": 64}})
+    policy = load_policy(tmp_path / "c", max_length=64)
+    assert type(policy.model.decoder.layers[0].self_attention.core_attention).__name__ == "SDPACoreAttention"
+    for kw in ({"temperature": 0.0}, {"temperature": 1.0, "top_p": 0.9, "seed": 4}):
+        a = generate(model, PROMPTS, max_new_tokens=10, **kw)
+        b = generate(policy.model, PROMPTS, max_new_tokens=10, **kw)
+        assert [o.response_ids for o in a] == [o.response_ids for o in b]
+        assert max(abs(x - y) for oa, ob in zip(a, b) for x, y in zip(oa.logprobs, ob.logprobs)) < 1e-5

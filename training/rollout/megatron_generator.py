@@ -133,6 +133,9 @@ def _generate_batch(model, seqs: list[list[int]], idx: list[int], cfg: GenerateC
         tokens[r, width - len(s):] = torch.tensor(s, device=dev)
         is_pad[r, width - len(s):] = False
     causal = torch.triu(torch.ones(total, total, dtype=torch.bool, device=dev), diagonal=1)
+    # a pad query keeps its own key, so no attention row is fully masked (fused kernels return NaN for one,
+    # and a NaN in a pad's value would reach real rows as 0 * NaN); no real query ever sees a pad key
+    own = torch.eye(width, dtype=torch.bool, device=dev)
     gens = None
     if cfg.temperature > 0:
         gens = [torch.Generator(device=dev).manual_seed(rollout_seed(cfg.seed, i)) for i in idx]
@@ -142,7 +145,7 @@ def _generate_batch(model, seqs: list[list[int]], idx: list[int], cfg: GenerateC
         from megatron.core.inference.contexts import StaticInferenceContext
 
         ctx = StaticInferenceContext(n, total)
-    mask = causal[None, None, :width, :width] | is_pad[:, None, None, :width]
+    mask = (causal[None, None, :width, :width] | is_pad[:, None, None, :width]) & ~own
     logits = _forward(model, tokens, mask, ctx)[:, -1]
 
     resp: list[list[int]] = [[] for _ in seqs]
@@ -175,7 +178,8 @@ def _generate_batch(model, seqs: list[list[int]], idx: list[int], cfg: GenerateC
             logits = _forward(model, nxt[:, None], mask, ctx)[:, -1]
         else:
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-            mask = causal[None, None, :cur, :cur] | is_pad[:, None, None, :cur]
+            mask = (causal[None, None, :cur, :cur] | is_pad[:, None, None, :cur]) & ~torch.eye(cur, dtype=torch.bool,
+                                                                                               device=dev)
             logits = _forward(model, tokens, mask, None)[:, -1]
     return [Rollout(index=i, prompt_ids=seqs[r], response_ids=resp[r], logprobs=lp[r], sampling_logprobs=slp[r],
                     finish_reason=finish[r] or "length", stop_len=stop_len[r]) for r, i in enumerate(idx)]

@@ -44,15 +44,23 @@ def chat_prompt_ids(messages: Sequence[dict], tokenizer, *, tools: Sequence[dict
     return ids + tokenizer.encode("<|assistant|>\n")
 
 
-def load_policy(checkpoint: str | Path, *, max_length: int = 2048) -> Policy:
-    """A post-training checkpoint (SFT, RS, DPO, RL) or pretraining checkpoint; TP=1 on this machine's device."""
+def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = True) -> Policy:
+    """A post-training checkpoint (SFT, RS, DPO, RL) or pretraining checkpoint; TP=1 on this machine's device.
+    `sdpa`: with local kernels, the fused scaled-dot-product core attention of evals/model/sdpa.py (same
+    parameters, logits equal the stock module's; the rollout tests check both give the same rollouts)."""
     from .. import parallel
     from ..checkpoint import open_checkpoint
     from ..trainer import load_model
 
     info = open_checkpoint(checkpoint)
-    parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
-    model, info = load_model(info.directory, seq_length=max_length, parallel_output=False)
+    kernels = info.manifest.get("kernels", "local")
+    parallel.setup(parallel.ParallelConfig(kernels=kernels))
+    if sdpa and kernels == "local":
+        from evals.model.sdpa import build_eval_model
+
+        model = build_eval_model(info, seq_length=max_length)
+    else:
+        model, info = load_model(info.directory, seq_length=max_length, parallel_output=False)
     model.eval()
     return Policy(model=model, tokenizer=policy_tokenizer(info), checkpoint=info.directory, manifest=info.manifest)
 
