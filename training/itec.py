@@ -90,6 +90,8 @@ def load_prompts(cfg: ITeCConfig) -> list[dict]:
             got = ps.preference_prompts(src.path, fmt=src.format, limit=n)
         elif src.kind == "instructions":
             got = ps.with_instructions(ps.preference_prompts(src.path, fmt=src.format, limit=n))
+        elif src.kind == "code":
+            got = ps.code_prompts(src.path, limit=n)
         else:
             got = ps.glaive_tool_prompts(src.path, limit=n)
         rows += got[src.skip:]

@@ -31,7 +31,7 @@ from pathlib import Path
 from .config import ConfigError, _build, read_yaml
 from .rewards.combine import RewardConfig, reward_config
 
-PROMPT_KINDS = ("gsm8k", "preference", "instructions", "glaive")
+PROMPT_KINDS = ("gsm8k", "preference", "instructions", "glaive", "code")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,8 @@ Readers over files shipped in data/samples (and any file of the same format):
 - `preference_prompts`: the prompt side of preference records (llamafactory / hh_rlhf / alpaca_eval) -> chat.
 - `glaive_tool_prompts`: ShareGPT tool dialogues, cut before the first function_call turn -> tool prompts;
   reference = that call as BFCL possible answers ({name: {param: [value]}}).
+- `code_prompts`: {text | prompt | question, test_list | tests, test_setup_code?} records (MBPP's layout) ->
+  code prompts; reference = the tests (and setup code as the judge's trusted prelude).
 - `with_instructions`: chat prompts plus one verifiable instruction each (IFEval instruction ids, drawn with a
   seed from INSTRUCTIONS) -> instruction prompts; the request text is ours, the checker is evals/model/ifeval.
 """
@@ -43,7 +45,8 @@ def _row(pid: str, ptype: str, messages: list[dict], *, tools=None, reference=No
     return {"id": pid, "type": ptype, "messages": messages, "tools": tools, "reference": reference or {}}
 
 
-def gsm8k_prompts(path: str | Path = SAMPLES / "gsm8k" / "train_short64.jsonl", *, limit: int | None = None) -> list[dict]:
+def gsm8k_prompts(path: str | Path = SAMPLES / "gsm8k" / "train_short64.jsonl", *,
+                  limit: int | None = None) -> list[dict]:
     from synth.math.answers import gsm8k_final
 
     rows = []
@@ -118,3 +121,22 @@ def with_instructions(prompts: list[dict], *, seed: int = 0) -> list[dict]:
         out.append(_row(p["id"] + "-if", "instruction", msgs, tools=p.get("tools"),
                         reference={"instruction_id_list": [iid], "kwargs": [kwargs]}))
     return out
+
+
+CODE_SUFFIX = "\nWrite the Python function in a ```python code block."
+
+
+def code_prompts(path: str | Path, *, limit: int | None = None) -> list[dict]:
+    rows = []
+    for i, rec in enumerate(read_records(path)[:limit]):
+        text = rec.get("text") or rec.get("prompt") or rec.get("question")
+        tests = rec.get("test_list") or rec.get("tests")
+        if not isinstance(text, str) or not tests or not isinstance(tests, (list, str)):
+            raise RecordError(str(path), f"record {i}", "a code prompt needs text (or prompt/question) and "
+                                                       "test_list (or tests)")
+        ref = {"tests": tests}
+        if rec.get("test_setup_code"):
+            ref["prelude"] = rec["test_setup_code"]
+        rows.append(_row(f"{Path(path).name.split('.')[0]}-{rec.get('task_id', i)}", "code",
+                         [{"role": "user", "content": text + CODE_SUFFIX}], reference=ref))
+    return rows

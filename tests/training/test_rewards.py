@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from manifests.errors import ConfigError
+from manifests.errors import ConfigError, RecordError
 from training.rewards import (RewardConfig, RewardScorer, code_reward, instruction_reward, math_reward,
                               parse_tool_calls, reward_config, tool_reward)
 
@@ -114,7 +114,8 @@ def test_rm_scorer_equals_the_reward_models_pair_scores(tmp_path):
     from training.rewards.model import RewardModelScorer
 
     cfg = from_dict({"name": "t-rm", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
-                     "data": {"sources": [{"path": HH, "format": "hh_rlhf", "max_records": 24}], "valid_fraction": 0.25},
+                     "data": {"sources": [{"path": HH, "format": "hh_rlhf", "max_records": 24}],
+                              "valid_fraction": 0.25},
                      "seq_length": 128, "rm": {}, "global_batch": 4, "micro_batch": 4, "steps": 4, "seed": 2,
                      "optim": {"name": "afm_rmsprop", "peak_lr": 0.01, "warmup_steps": 1, "mup_base_width": 64},
                      "out_dir": str(tmp_path / "rm"), "log_every": 0})
@@ -131,3 +132,25 @@ def test_rm_scorer_equals_the_reward_models_pair_scores(tmp_path):
     assert scorer.calls == 3  # 8 items in micro-batches of 3
     assert max(abs(a - b) for a, b in zip(got, want.tolist())) < 1e-5
     assert len(set(round(x, 6) for x in got)) > 1  # a trained head: rewards differ between responses
+
+
+def test_code_prompts_are_scored_by_the_sandbox_through_the_combined_scorer(tmp_path):
+    from synth.sandbox import available
+    from training.prompt_sets import code_prompts
+
+    if not (available("bwrap") or available("unshare")):
+        pytest.skip("no sandbox isolation on this machine (needs bubblewrap or user namespaces)")
+    path = tmp_path / "code.jsonl"
+    path.write_text('{"task_id": 7, "text": "Write a function to double a number.", '
+                    '"test_list": ["assert double(2) == 4", "assert double(-1) == -2"], "test_setup_code": ""}\n')
+    (p,) = code_prompts(path)
+    assert p["id"] == "code-7" and p["type"] == "code" and "assert" not in p["messages"][0]["content"]
+    scorer = RewardScorer(RewardConfig())
+    try:
+        out = scorer.score([p, p], ["```python\ndef double(x):\n    return 2 * x\n```", "def double(x): return x + 2"])
+    finally:
+        scorer.close()
+    assert [o["reward"] for o in out] == [1.0, 0.5]  # x + 2 passes double(2) == 4 only
+    with pytest.raises(RecordError, match=r"code.jsonl \[record 0\]: a code prompt needs"):
+        path.write_text('{"text": "no tests"}\n')
+        code_prompts(path)

@@ -25,8 +25,8 @@ from .rules import code_reward, instruction_reward, math_reward, tool_reward
 
 COMPONENTS = ("rm", "math", "instruction", "tool", "code")
 RULE_OF_TYPE = {"math": "math", "instruction": "instruction", "tool": "tool", "code": "code"}
-DEFAULT_WEIGHTS = {"chat": {"rm": 1.0}, "math": {"math": 1.0, "rm": 0.1}, "instruction": {"instruction": 1.0, "rm": 0.2},
-                   "tool": {"tool": 1.0}, "code": {"code": 1.0}}
+DEFAULT_WEIGHTS = {"chat": {"rm": 1.0}, "math": {"math": 1.0, "rm": 0.1},
+                   "instruction": {"instruction": 1.0, "rm": 0.2}, "tool": {"tool": 1.0}, "code": {"code": 1.0}}
 
 
 @dataclass(frozen=True, kw_only=True)
