@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from manifests.errors import ConfigError
 from manifests.manifest import PipelineInfo, config_hash
 
 from .itec_config import ITeCConfig, Member, RefreshStep
@@ -282,7 +283,11 @@ def run_itec(cfg: ITeCConfig, *, log=print, scorer=None) -> ITeCResult:
         ids = chat_prompt_ids(p["messages"], tokenizer, tools=p.get("tools"))
         prompt_ids.append(ids if len(ids) <= cfg.generation.max_prompt_tokens else None)
     prompts_fp = _key([prompts, [len(x) if x else None for x in prompt_ids]])
-    scorer = scorer or RewardScorer(cfg.rewards)
+    if scorer is None:
+        if cfg.rewards.uses_rm({p["type"] for p in prompts}) and not cfg.rewards.rm_checkpoint:
+            raise ConfigError(f"{cfg.name}: rewards.weights use the reward model (rm) but rewards.rm_checkpoint "
+                              "is unset")
+        scorer = RewardScorer(cfg.rewards)
     members = _Members(cfg.generation.max_prompt_tokens + cfg.generation.max_new_tokens)
     committee = list(cfg.committee)
     catalog, parent = Catalog(cfg.root), []

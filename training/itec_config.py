@@ -32,6 +32,7 @@ from .config import ConfigError, _build, read_yaml
 from .rewards.combine import RewardConfig, reward_config
 
 PROMPT_KINDS = ("gsm8k", "preference", "instructions", "glaive", "code")
+TYPE_OF_KIND = {"gsm8k": "math", "preference": "chat", "instructions": "instruction", "glaive": "tool", "code": "code"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +130,10 @@ class ITeCConfig:
         if self.samples_per_member * len(self.committee) < 2:
             raise ConfigError(f"{self.name}: best/worst pairs need >= 2 responses per prompt; "
                               "raise samples_per_member or add a member")
+        missing = sorted({TYPE_OF_KIND[p.kind] for p in self.prompts} - set(self.rewards.weights))
+        if missing:
+            raise ConfigError(f"{self.name}: rewards.weights has no entry for prompt type(s) {missing}; add e.g. "
+                              f"`{missing[0]}: {{rm: 1.0}}`")
         if self.rounds > 1 and not self.refresh:
             raise ConfigError(f"{self.name}: rounds > 1 needs `refresh` steps (what trains the next member)")
 

@@ -63,6 +63,8 @@ def test_config_errors_say_the_fix():
         from_dict({**base, "prompts": [{"kind": "poems", "path": "p"}]})
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['temp'\]"):
         from_dict({**base, "generation": {"temp": 1.0}})
+    with pytest.raises(ConfigError, match=r"no entry for prompt type\(s\) \['math'\]"):
+        from_dict({**base, "rewards": {"weights": {"chat": {"rm": 1.0}}}})
 
 
 class CountingRM:
