@@ -71,3 +71,18 @@ def test_a_failed_export_leaves_the_current_version(tmp_path):
     assert good.current()["folder"] == f1.name and f1.is_dir()
     assert [p.name for p in good.versions()] == [f1.name]
     assert not list((tmp_path / "vllm").glob(".*.tmp"))
+
+
+def test_in_memory_refresh_converts_the_live_model_to_the_exported_weights(tmp_path):
+    """refresh_from_model's conversion (the vLLM call itself needs a GPU) equals the published file's."""
+    from safetensors.torch import load_file
+
+    from training.export_hf import convert_state
+
+    model = _save(tmp_path / "c", 5)
+    folder, _ = WeightSync(tmp_path / "vllm").publish(tmp_path / "c")
+    live = convert_state({k: v.detach() for k, v in model.state_dict().items() if hasattr(v, "detach")},
+                         asdict(get_shape("tiny", vocab_size=256)))
+    stored = load_file(str(folder / "model.safetensors"))
+    assert set(stored) <= set(live)  # tied embeddings: the file keeps one copy
+    assert all(torch.equal(live[k], stored[k]) for k in stored)

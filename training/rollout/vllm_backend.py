@@ -10,7 +10,8 @@ Two parts:
 - `VLLMRollouts` (GPU; vLLM is imported lazily and its absence is a clear error): one engine started on the
   first published folder; `refresh(checkpoint)` publishes the new weights and loads them into the running
   engine (`LLM.apply_model(model.load_weights)`), then drops vLLM's prefix cache, which holds KV entries
-  computed with the old weights. `generate` has the megatron generator's signature and returns the same
+  computed with the old weights (`refresh_from_model(model, shape)` does the same from the live policy
+  without files). `generate` has the megatron generator's signature and returns the same
   `Rollout`s: per-request seeds `rollout_seed(seed, i)`, `logprobs` are vLLM's raw log-probs of the sampled
   tokens (V1 default `logprobs_mode="raw_logprobs"`: before temperature / top-p, the quantity RL needs);
   `sampling_logprobs` are not reported by vLLM and are left empty.
@@ -142,6 +143,18 @@ class VLLMRollouts:  # pragma: no cover - GPU only
         self.llm.reset_prefix_cache()
         self.refreshes += 1
         return True
+
+    def refresh_from_model(self, model, model_shape: dict) -> None:
+        """In-memory refresh (no files): the live megatron policy's weights (TP=1 or gathered) converted to the
+        HF layout by training/export_hf.convert_state and loaded into the engine. For an RL loop that keeps
+        the policy on the same node; `refresh(checkpoint)` is the path across processes and nodes."""
+        from ..export_hf import convert_state
+
+        state = {k: v.detach() for k, v in model.state_dict().items() if hasattr(v, "detach")}
+        weights = convert_state(state, dict(model_shape))
+        self.llm.apply_model(lambda m: m.load_weights(weights.items()))
+        self.llm.reset_prefix_cache()
+        self.refreshes += 1
 
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
                  top_p: float = 1.0, stop: list[list[int]] | None = None, seed: int = 0,
