@@ -16,8 +16,8 @@ Two parts:
   tokens (V1 default `logprobs_mode="raw_logprobs"`: before temperature / top-p, the quantity RL needs);
   `sampling_logprobs` are not reported by vLLM and are left empty.
 
-Untested here: vLLM needs CUDA and torch 2.14 (see /work/shared/notes/megatron-core-on-cpu.md); this
-machine has neither. `benchmarks/rollout_throughput.py` runs it when both are present.
+Untested here: vLLM needs CUDA and its own torch build (requirements/gpu.txt); the CPU machines this was
+written on have neither. `benchmarks/rollout_throughput.py` runs it when both are present.
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ class VLLMRollouts:  # pragma: no cover - GPU only
         try:
             from vllm import LLM
         except ImportError:
-            raise ConfigError("the vLLM rollout backend needs the vllm package (GPU machines: "
-                              "pip install -r requirements/gpu/train.txt)") from None
+            raise ConfigError("the vLLM rollout backend needs the vllm package (GPU machines: `pip install vllm`, "
+                              "see requirements/gpu.txt)") from None
         self.sync = WeightSync(work_dir, keep=keep)
         folder, _ = self.sync.publish(checkpoint)
         self.llm = LLM(model=str(folder), max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
