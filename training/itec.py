@@ -38,7 +38,8 @@ ROW_SCHEMA = pa.schema([
     ("round", pa.int32()), ("prompt_id", pa.string()), ("prompt_type", pa.string()), ("messages", pa.string()),
     ("tools", pa.string()), ("member", pa.string()), ("member_checkpoint", pa.string()), ("sample", pa.int32()),
     ("response", pa.string()), ("n_response_tokens", pa.int32()), ("finish_reason", pa.string()),
-    ("reward", pa.float64()), ("reward_components", pa.string()), ("member_logprob", pa.float64()),
+    ("reward", pa.float64()), ("reward_components", pa.string()), ("reward_detail", pa.string()),
+    ("member_logprob", pa.float64()),
     ("reference_logprob", pa.float64()), ("is_best", pa.bool_()), ("is_worst", pa.bool_()),
 ])
 
@@ -135,15 +136,29 @@ def _rollouts(cfg, k, member, prompts, prompt_ids, members, calls, cache: Path, 
     path = cache / "rollouts" / f"{key}.jsonl"
     if path.exists():
         return _read_jsonl(path), key
-    policy = members.policy(member)
     order = [(i, j) for i in range(len(prompts)) if prompt_ids[i] is not None for j in range(cfg.samples_per_member)]
     seed = int(_key([g.seed, k, member.name])[:8], 16)
-    outs = generate(policy.model, [prompt_ids[i] for i, _ in order], max_new_tokens=g.max_new_tokens,
-                    temperature=g.temperature, top_p=g.top_p, stop=policy.stop_sequences(), seed=seed,
-                    eos_id=policy.eos_id, max_batch_size=g.max_batch_size)
+    kw = {"max_new_tokens": g.max_new_tokens, "temperature": g.temperature, "top_p": g.top_p, "seed": seed}
+    batch = [prompt_ids[i] for i, _ in order]
+    if g.backend == "vllm":  # pragma: no cover - GPU only: one engine per member, freed before the next
+        from .checkpoint import open_checkpoint
+        from .rollout.policy import END_MARKER, policy_tokenizer
+        from .rollout.vllm_backend import VLLMRollouts
+
+        tok = policy_tokenizer(open_checkpoint(member.checkpoint))
+        engine = VLLMRollouts(member.checkpoint, work_dir=cache / "vllm" / member.name,
+                              max_model_len=g.max_prompt_tokens + g.max_new_tokens)
+        outs = engine.generate(batch, stop=[tok.encode(END_MARKER)], eos_id=int(getattr(tok, "eod_id", 0)), **kw)
+        del engine
+        decode = tok.decode
+    else:
+        policy = members.policy(member)
+        outs = generate(policy.model, batch, stop=policy.stop_sequences(), eos_id=policy.eos_id,
+                        max_batch_size=g.max_batch_size, **kw)
+        decode = policy.decode
     calls.generate += 1
     rows = [{"prompt": i, "sample": j, "response_ids": o.response_ids, "text_len": len(o.text_ids()),
-             "response": policy.decode(o.text_ids()), "finish_reason": o.finish_reason,
+             "response": decode(o.text_ids()), "finish_reason": o.finish_reason,
              "member_logprob": float(sum(o.logprobs))} for (i, j), o in zip(order, outs)]
     _write_jsonl(path, rows)
     return rows, key
@@ -161,7 +176,7 @@ def _rewards(cfg, samples, prompts, rollout_key, scorer, calls, cache: Path) -> 
     scored = scorer.score([prompts[s["prompt"]] for s in samples], [s["response"] for s in samples])
     if cfg.rewards.uses_rm({p["type"] for p in prompts}):
         calls.reward_model += scorer.rm().calls - before
-    rows = [{"reward": s["reward"], "components": s["components"]} for s in scored]
+    rows = [{"reward": s["reward"], "components": s["components"], "detail": s["detail"]} for s in scored]
     _write_jsonl(path, rows)
     return rows
 
@@ -304,6 +319,8 @@ def run_itec(cfg: ITeCConfig, *, log=print, scorer=None) -> ITeCResult:
             rs, pairs, counters = select(prompts, rows, min_margin=cfg.selection.min_margin,
                                          min_best_reward=cfg.selection.min_best_reward)
             counters["prompts_too_long"] = sum(x is None for x in prompt_ids)
+            counters["math_answer_by_last_number"] = sum(  # the math rule's fallback extraction, counted
+                (r.get("detail") or {}).get("math", {}).get("extracted") == "last number" for r in rows)
             round_dir = Path(cfg.out_dir) / f"round-{k}"
             _write_jsonl(round_dir / "rs.jsonl", rs)
             _write_jsonl(round_dir / "pairs.jsonl", pairs)
@@ -353,5 +370,7 @@ def _table_row(k: int, p: dict, r: dict) -> dict:
             "tools": json.dumps(p.get("tools"), ensure_ascii=False), "member": r["member"],
             "member_checkpoint": r["member_checkpoint"], "sample": r["sample"], "response": r["response"],
             "n_response_tokens": len(r["response_ids"]), "finish_reason": r["finish_reason"], "reward": r["reward"],
-            "reward_components": json.dumps(r["components"], sort_keys=True), "member_logprob": r["member_logprob"],
+            "reward_components": json.dumps(r["components"], sort_keys=True),
+            "reward_detail": json.dumps(r.get("detail", {}), sort_keys=True, ensure_ascii=False, default=str),
+            "member_logprob": r["member_logprob"],
             "reference_logprob": r["reference_logprob"], "is_best": r["is_best"], "is_worst": r["is_worst"]}

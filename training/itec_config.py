@@ -64,8 +64,11 @@ class GenerationConfig:
     seed: int = 0
     max_prompt_tokens: int = 512  # longer prompts are skipped (counted)
     max_batch_size: int = 32
+    backend: str = "megatron"  # megatron (training/rollout, CPU and GPU) | vllm (GPU: the HF export in vLLM)
 
     def __post_init__(self):
+        if self.backend not in ("megatron", "vllm"):
+            raise ConfigError(f"generation.backend must be megatron or vllm; got {self.backend!r}")
         if self.max_new_tokens <= 0 or self.max_prompt_tokens <= 0:
             raise ConfigError("generation: max_new_tokens and max_prompt_tokens must be > 0")
         if self.temperature <= 0:

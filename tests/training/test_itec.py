@@ -125,6 +125,9 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
         comps = json.loads(row["reward_components"])
         w = cfg.rewards.weights[row["prompt_type"]]
         assert row["reward"] == pytest.approx(sum(w[c] * v for c, v in comps.items()))
+        if row["prompt_type"] == "math":  # what the math rule decided on is kept with the row
+            detail = json.loads(row["reward_detail"])["math"]
+            assert detail["gold"] and detail["extracted"] in ("stated", "last number", "none")
         if row["member"] == "sft":  # the reference's own log-probs are the generator's
             assert row["reference_logprob"] == row["member_logprob"]
     assert sum(r["is_best"] for r in t1) == 7
@@ -132,6 +135,8 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
     assert all(best[r["prompt_id"]]["reward"] >= r["reward"] for r in t1)
     manifest = cat.resolve(r2.version).manifest
     assert manifest.parents == [cat.resolve(r1.version).version_id]
+    assert manifest.extra["counters"]["math_answer_by_last_number"] == sum(
+        json.loads(r["reward_detail"]).get("math", {}).get("extracted") == "last number" for r in t2)
     assert manifest.extra["itec_round"] == 2 and manifest.extra["committee"] == ["sft", "dpo", "sft-r1"]
     rs = [json.loads(x) for x in open(r1.rs_path)]
     assert [r["messages"][-1]["content"] for r in rs] == [best[r["prompt_id"]]["response"] for r in rs]

@@ -10,6 +10,8 @@ from typing import Sequence
 from ..chat import END, load_tokenizer, render
 from ..config import ConfigError
 
+END_MARKER = END.rstrip("\n")  # a response ends when it writes `<|end|>`
+
 
 @dataclass
 class Policy:
@@ -24,7 +26,7 @@ class Policy:
 
     def stop_sequences(self) -> list[list[int]]:
         """The template's end-of-turn marker: a response ends when it writes `<|end|>`."""
-        return [self.tokenizer.encode(END.rstrip("\n"))]
+        return [self.tokenizer.encode(END_MARKER)]
 
     def prompt_ids(self, messages: Sequence[dict], *, tools: Sequence[dict] | None = None) -> list[int]:
         return chat_prompt_ids(messages, self.tokenizer, tools=tools)
