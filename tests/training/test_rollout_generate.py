@@ -146,3 +146,17 @@ def test_sdpa_core_attention_gives_the_same_rollouts(model, tmp_path):
         b = generate(policy.model, PROMPTS, max_new_tokens=10, **kw)
         assert [o.response_ids for o in a] == [o.response_ids for o in b]
         assert max(abs(x - y) for oa, ob in zip(a, b) for x, y in zip(oa.logprobs, ob.logprobs)) < 1e-5
+
+
+def test_models_whose_attention_ignores_masks_are_refused_for_ragged_prompts(model):
+    class TEDotProductAttention(torch.nn.Module):  # named like Transformer Engine's; only the name is read
+        pass
+
+    model.add_module("te_probe", TEDotProductAttention())
+    try:
+        with pytest.raises(ConfigError, match="ignores the explicit padding mask"):
+            generate(model, PROMPTS, max_new_tokens=2)
+        same = generate(model, [[1, 2, 3], [4, 5, 6]], max_new_tokens=2, temperature=0.0)  # no padding needed
+        assert [len(o.response_ids) for o in same] == [2, 2]
+    finally:
+        del model.te_probe

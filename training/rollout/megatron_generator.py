@@ -11,8 +11,9 @@ Every step feeds one token per row; rows that have finished keep feeding their l
 whole micro-batch is done. With `use_cache=False` each step recomputes the whole padded sequence (no
 inference context): the reference the benchmark compares the cache against.
 
-TP > 1 works through megatron's `runtime_gather_output`; Transformer Engine layers need their own
-padding mask type and are not exercised here (the GPU rollout path is vLLM, see vllm_backend.py).
+TP > 1 works through megatron's `runtime_gather_output` (untested here). Transformer Engine attention
+ignores the mask tensor, so a TE model is refused for prompts of different lengths (equal lengths need no
+padding); the GPU rollout path is vLLM (vllm_backend.py).
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def generate(model, prompts: list[list[int]], *, max_new_tokens: int, temperatur
     for i, p in enumerate(prompts):
         if not p:
             raise ConfigError(f"prompt {i} is empty; a rollout needs at least one prompt token")
+    if len({len(p) for p in prompts}) > 1 and _ignores_padding_masks(model):
+        raise ConfigError("rollout.generate: this model's core attention (Transformer Engine) ignores the explicit "
+                          "padding mask that prompts of different lengths need; load the policy with local "
+                          "kernels (load_policy), give equal-length prompts, or use the vLLM backend")
     was_training = model.training
     model.eval()
     try:
@@ -110,6 +115,12 @@ def generate(model, prompts: list[list[int]], *, max_new_tokens: int, temperatur
         return out  # type: ignore[return-value]
     finally:
         model.train(was_training)
+
+
+def _ignores_padding_masks(model) -> bool:
+    """Transformer Engine attention takes its mask type from the layer spec (causal; no_mask when decoding),
+    not from the mask tensor, so left padding would be attended to."""
+    return any(type(m).__name__.startswith("TE") and "Attention" in type(m).__name__ for m in model.modules())
 
 
 def _forward(model, tokens, mask, ctx):
