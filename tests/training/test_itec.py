@@ -91,6 +91,10 @@ def _member(directory, seed):
     return str(directory)
 
 
+def r2_member(result, name):
+    return next(m.checkpoint for m in result.members if m.name == name)
+
+
 @pytest.mark.slow
 def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(tmp_path):
     cfg = from_dict({
@@ -104,23 +108,24 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
         "generation": {"max_new_tokens": 8, "temperature": 1.0, "top_p": 1.0, "seed": 3, "max_prompt_tokens": 200},
         "rewards": {"weights": {"math": {"math": 1.0, "rm": 0.5}, "chat": {"rm": 1.0},
                                 "instruction": {"instruction": 1.0}}},
-        "rounds": 2, "refresh": [{"method": "sft", "steps": 2}],
+        "rounds": 2,
+        "refresh": [{"method": "sft", "steps": 2}, {"method": "dpo", "loss": "ipo", "beta": 0.5, "steps": 2}],
         "train": {"seq_length": 256, "micro_batch": 2, "global_batch": 2, "valid_fraction": 0.3},
     })
     rm = CountingRM()
     first = run_itec(cfg, log=lambda *_: None, scorer=RewardScorer(cfg.rewards, rm=rm))
     calls = first.model_calls
     # round 1: 2 members generate; the dpo member's responses are scored by the reference (sft); round 2 adds
-    # sft-r1: 3 generations, 2 reference passes; one member trained; RM once per member per round
-    assert (calls.generate, calls.reference, calls.training) == (5, 3, 1)
-    assert calls.reward_model == rm.calls == 5
+    # sft-r1 and ipo-r1: 4 generations, 3 reference passes; two members trained; RM once per member per round
+    assert (calls.generate, calls.reference, calls.training) == (6, 4, 2)
+    assert calls.reward_model == rm.calls == 6
     r1, r2 = first.rounds
-    assert r1.committee == ["sft", "dpo"] and r2.committee == ["sft", "dpo", "sft-r1"]
+    assert r1.committee == ["sft", "dpo"] and r2.committee == ["sft", "dpo", "sft-r1", "ipo-r1"]
     cat = Catalog(cfg.root)
     t1 = cat.resolve(r1.version).read().to_pylist()
     t2 = cat.resolve(r2.version).read().to_pylist()
-    assert len(t1) == 7 * 2 * 2 and len(t2) == 7 * 3 * 2  # every prompt fits 200 tokens
-    assert {r["member"] for r in t2} == {"sft", "dpo", "sft-r1"}
+    assert len(t1) == 7 * 2 * 2 and len(t2) == 7 * 4 * 2  # every prompt fits 200 tokens
+    assert {r["member"] for r in t2} == {"sft", "dpo", "sft-r1", "ipo-r1"}
     for row in t1:  # each row's reward is its components combined with the config's weights
         comps = json.loads(row["reward_components"])
         w = cfg.rewards.weights[row["prompt_type"]]
@@ -137,8 +142,12 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
     assert manifest.parents == [cat.resolve(r1.version).version_id]
     assert manifest.extra["counters"]["math_answer_by_last_number"] == sum(
         json.loads(r["reward_detail"]).get("math", {}).get("extracted") == "last number" for r in t2)
-    assert manifest.extra["itec_round"] == 2 and manifest.extra["committee"] == ["sft", "dpo", "sft-r1"]
+    assert manifest.extra["itec_round"] == 2 and manifest.extra["committee"] == ["sft", "dpo", "sft-r1", "ipo-r1"]
     rs = [json.loads(x) for x in open(r1.rs_path)]
+    pairs = [json.loads(x) for x in open(r1.pairs_path)]
+    assert len(pairs) == r1.counters["pairs"] >= 2 and all(p["chosen_reward"] > p["rejected_reward"] for p in pairs)
+    ipo = ckpt.open_checkpoint(r2_member(first, "ipo-r1")).manifest
+    assert ipo["config"]["dpo"]["loss"] == "ipo" and ipo["config"]["data"]["sources"][0]["path"] == r1.pairs_path
     assert [r["messages"][-1]["content"] for r in rs] == [best[r["prompt_id"]]["response"] for r in rs]
 
     rm2 = CountingRM()
