@@ -113,6 +113,12 @@ class WeightSync:
         return final, True
 
 
+def _load_weights_file(model, path: str) -> None:  # pragma: no cover - runs inside a vLLM worker
+    from safetensors.torch import load_file
+
+    model.load_weights(load_file(path).items())
+
+
 class VLLMRollouts:  # pragma: no cover - GPU only
     """vLLM engine over the published HF folder of the current policy."""
 
@@ -136,18 +142,20 @@ class VLLMRollouts:  # pragma: no cover - GPU only
         folder, changed = self.sync.publish(checkpoint)
         if not changed:
             return False
-        from safetensors.torch import load_file
-
-        weights = load_file(str(folder / "model.safetensors"))
-        self.llm.apply_model(lambda model: model.load_weights(weights.items()))
+        path = str(folder / "model.safetensors")
+        # the function travels to the engine's worker processes: it carries only the path, and each worker
+        # reads the file itself (no tensors through vLLM's RPC, which is meant for control messages)
+        self.llm.apply_model(lambda model: _load_weights_file(model, path))
         self.llm.reset_prefix_cache()
         self.refreshes += 1
         return True
 
     def refresh_from_model(self, model, model_shape: dict) -> None:
         """In-memory refresh (no files): the live megatron policy's weights (TP=1 or gathered) converted to the
-        HF layout by training/export_hf.convert_state and loaded into the engine. For an RL loop that keeps
-        the policy on the same node; `refresh(checkpoint)` is the path across processes and nodes."""
+        HF layout by training/export_hf.convert_state and loaded into the engine. The tensors cross vLLM's
+        RPC, so this is for an engine in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; newer vLLM also
+        needs VLLM_ALLOW_INSECURE_SERIALIZATION=1 to send a function); `refresh(checkpoint)` is the general
+        path."""
         from ..export_hf import convert_state
 
         state = {k: v.detach() for k, v in model.state_dict().items() if hasattr(v, "detach")}
