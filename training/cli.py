@@ -82,6 +82,14 @@ def add_parser(sub) -> None:
     md.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
     md.set_defaults(func=cmd_mdloo)
 
+    it = tsub.add_parser("itec", help="iTeC: a committee samples, the RM + rule rewards rank, best -> RS data, "
+                                      "best/worst -> pairs, one catalog version per round (training/itec.py)")
+    it.add_argument("config", help="iTeC config YAML (configs/train/post/*-itec.yaml)")
+    it.add_argument("--rounds", type=int, help="override rounds")
+    it.add_argument("--out-dir", help="override out_dir")
+    it.add_argument("--root", help="override root (the catalog the rounds are published to)")
+    it.set_defaults(func=cmd_itec)
+
     show = tsub.add_parser("show", help="print a checkpoint's manifest")
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
@@ -258,4 +266,17 @@ def cmd_mdloo(args) -> int:
     run = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
     result = train_mdloo(run, resume=args.resume, log=_log)
     _log(f"checkpoint {result.checkpoint}; reward curve {result.plot}")
+    return 0
+
+
+def cmd_itec(args) -> int:
+    from .itec import run_itec
+    from .itec_config import load_config
+
+    cfg = load_config(args.config, rounds=args.rounds, out_dir=args.out_dir, root=args.root)
+    result = run_itec(cfg, log=_log)
+    for r in result.rounds:
+        _log(f"round {r.round}: mean reward {r.mean_reward:.4f}, best per prompt {r.mean_best_reward:.4f} -> "
+             f"{r.version} (RS {r.rs_path}, pairs {r.pairs_path})")
+    _log(f"model calls {result.model_calls.total} ({result.model_calls})")
     return 0
