@@ -161,13 +161,15 @@ class Producer:
 
 
 def sample(generate_fn, model, prompt_ids: list[list[int]], m, tokenizer, *, seed: int) -> list[tuple[list, list]]:
-    """(response ids, their log-probs) per prompt from the rollout generator."""
+    """(response ids, the log-probs they were sampled with) per prompt from the rollout generator
+    (training.rollout.generate: the ids include the matched stop sequence, whose tokens are trained on)."""
     outs = generate_fn(model, prompt_ids, max_new_tokens=m.max_new_tokens, temperature=m.temperature,
-                       top_p=m.top_p, stop=list(m.stop), seed=seed, eos_id=tokenizer.eod_id)
+                       top_p=m.top_p, stop=[tokenizer.encode(s) for s in m.stop], seed=seed,
+                       eos_id=tokenizer.eod_id)
     result = []
     for o in outs:
         ids = [int(x) for x in o.response_ids]
-        lps = [float(x) for x in o.logprobs]
+        lps = [float(x) for x in o.sampling_logprobs]
         if len(ids) != len(lps):
             raise ConfigError(f"rollout generator returned {len(ids)} response ids and {len(lps)} log-probs")
         result.append((ids, lps))

@@ -5,21 +5,18 @@ A prompt record is `{"messages": [...turns before the answer...], "answer": "...
 read as one user turn with the number after `####` as the answer. The prompt ids are the chat template's
 rendering of the turns followed by the assistant header, so the policy answers as it was SFT'd to.
 
-The rule reward (`answer_reward`) is 1.0 when the response, up to the template's end marker, states the
-reference number (the last number in the response, compared as a number: "8", " 8.0", "= 8" all match 8),
-else 0.0.
+The rule reward (`answer_reward`) is the project's math answer check (training.rewards.rules.math_reward)
+on the response up to the template's end marker: 1.0 when its final answer equals the reference, else 0.0.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from .chat import END, record_error, record_messages, render
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 ANSWER_END = END.strip()  # "<|end|>": the stop sequence of a response
 
 
@@ -45,18 +42,12 @@ def record_prompt(rec: dict, tokenizer, *, where: str) -> Prompt:
     return Prompt(tuple(tokenizer.encode(text)), answer, text)
 
 
-def numbers_equal(a: str, b: str) -> bool:
-    try:
-        return abs(float(a) - float(b)) < 1e-9
-    except ValueError:
-        return a.strip() == b.strip()
-
-
 def answer_reward(response: str, answer: str) -> float:
-    """1.0 if the last number before the end marker equals the reference answer, else 0.0."""
-    body = response.split(ANSWER_END, 1)[0]
-    found = _NUMBER.findall(body)
-    return 1.0 if found and numbers_equal(found[-1], answer) else 0.0
+    """The project's math rule reward (training.rewards.rules.math_reward: a stated final answer, else the
+    last number, compared by synth.math.answers' equivalence) on the response up to the end marker."""
+    from .rewards.rules import math_reward
+
+    return math_reward(response.split(ANSWER_END, 1)[0], {"answer": answer}).value
 
 
 def addition_records(n: int, *, seed: int, with_answer: bool, high: int = 9) -> list[dict]:
