@@ -172,3 +172,29 @@ def test_demo_reward_rises_while_the_kl_to_the_reference_stays_bounded(tmp_path,
     assert kl[0] == pytest.approx(0.0, abs=1e-6) and max(kl) < 0.25  # exact KL per response token, nats
     with open(out["plot"], "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_cli_train_mdloo(tmp_path, capsys):
+    import dataclasses
+    import json
+
+    from corpus.cli import main as cidermill
+    from training.mdloo_config import load_config
+
+    run = _tiny_run(tmp_path, "cli")
+    raw = {**run.post.to_dict(), "mdloo": dataclasses.asdict(run.mdloo)}
+    raw["model"] = {"shape": "tiny", "vocab_size": 256}
+    raw["save_every"], raw["log_every"] = 1, 1
+    config = tmp_path / "mdloo.yaml"
+    config.write_text(json.dumps(raw))  # JSON is YAML
+    assert load_config(config).mdloo == run.mdloo
+    assert cidermill(["train", "mdloo", str(config), "--steps", "2"]) == 0
+    assert cidermill(["train", "mdloo", str(config), "--steps", "3", "--out-dir", str(tmp_path / "cli3")]) == 0
+    out = capsys.readouterr().out
+    assert "[mdloo-demo] iteration 2/2 reward" in out and "reward curve" in out
+    for p in ("configs/train/post/tiny-mdloo.yaml", "configs/train/post/afm-on-device-mdloo.yaml"):
+        from tests.conftest import REPO
+
+        cfg = load_config(REPO / p)
+        assert cfg.post.method == "mdloo" and cfg.mdloo.responses_per_prompt >= 2
