@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from manifests.errors import ConfigError, ManifestError
+from manifests.errors import ConfigError, ManifestError, RecordError
 
 from . import checkpoint as ckpt
 from . import parallel
@@ -125,8 +125,8 @@ class WeightStore:
 class Producer:
     """Samples, scores and runs the reference for one iteration's prompts."""
 
-    def __init__(self, run, model, reference, tokenizer, prompts: list, generate_fn, *, sampler_model=None):
-        self.run, self.model, self.reference, self.tok = run, model, reference, tokenizer
+    def __init__(self, run, reference, tokenizer, prompts: list, generate_fn, *, sampler_model):
+        self.run, self.reference, self.tok = run, reference, tokenizer
         self.prompts, self.generate = prompts, generate_fn
         self.sampler_model = sampler_model  # a separate copy (asynchronous) or the learner itself (in turn)
 
@@ -199,6 +199,10 @@ def load_prompts(run, tokenizer) -> tuple[list, list]:
     for src in run.post.data.sources:
         records = read_records(src.path)[: src.max_records]
         items = [record_prompt(r, tokenizer, where=f"{src.path} record {i}") for i, r in enumerate(records)]
+        for i, p in enumerate(items):
+            if len(p.ids) + run.mdloo.max_new_tokens > run.post.seq_length:
+                raise RecordError(src.path, f"record {i}", f"prompt of {len(p.ids)} tokens + max_new_tokens "
+                                  f"{run.mdloo.max_new_tokens} exceeds seq_length {run.post.seq_length}")
         if not items:
             raise ConfigError(f"{src.path}: no prompt records")
         per_source.append(items)
@@ -332,7 +336,7 @@ def train_mdloo(run, *, resume: str | None = None, stop_after: int | None = None
     if asynchronous:  # the producer's own copy of the policy (a vLLM engine's role on GPU)
         sampler = build_gpt(post)
         ckpt.load_state_dict_(sampler, model.state_dict())
-    producer = Producer(run, model, reference, tokenizer, train, generate_fn, sampler_model=sampler)
+    producer = Producer(run, reference, tokenizer, train, generate_fn, sampler_model=sampler)
     q: queue.Queue = queue.Queue(maxsize=max(1, m.max_staleness))
     stop = threading.Event()
 
@@ -353,7 +357,10 @@ def train_mdloo(run, *, resume: str | None = None, stop_after: int | None = None
                     except queue.Full:
                         continue
         except BaseException as exc:  # handed to the learner, which re-raises it
-            q.put(exc)
+            try:
+                q.put(exc, timeout=5)
+            except queue.Full:  # the learner has stopped already
+                pass
 
     thread = threading.Thread(target=produce_all, name="mdloo-producer", daemon=True) if asynchronous else None
     t0 = time.perf_counter()

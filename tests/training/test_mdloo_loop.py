@@ -198,3 +198,14 @@ def test_cli_train_mdloo(tmp_path, capsys):
 
         cfg = load_config(REPO / p)
         assert cfg.post.method == "mdloo" and cfg.mdloo.responses_per_prompt >= 2
+
+
+def test_prompts_too_long_for_the_sequence_are_refused_by_record(tmp_path):
+    from manifests.errors import RecordError
+    from training.rl_loop import load_prompts
+
+    run = _run(tmp_path, max_new_tokens=60)  # prompt (~30 bytes) + 60 > seq_length 64
+    with pytest.raises(RecordError, match=r"addition-prompts.jsonl.*record 0.*exceeds seq_length 64"):
+        load_prompts(run, load_tokenizer("bytes"))
+    train, valid = load_prompts(_run(tmp_path), load_tokenizer("bytes"))
+    assert len(train) == 340 and len(valid) == 60
