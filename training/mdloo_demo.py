@@ -22,7 +22,7 @@ def _write(path: Path, records: list[dict]) -> str:
     return str(path)
 
 
-def configs(out: Path, *, sft_steps: int = 80, iterations: int = 16, peak_lr: float = 5e-4, high: int = 4,
+def configs(out: Path, *, sft_steps: int = 80, iterations: int = 12, peak_lr: float = 1e-3, high: int = 4,
             **mdloo) -> tuple[dict, dict]:
     from .rl_tasks import addition_records
 
@@ -37,7 +37,7 @@ def configs(out: Path, *, sft_steps: int = 80, iterations: int = 16, peak_lr: fl
           "micro_batch": 128, "steps": iterations, "out_dir": str(out / "mdloo"), "init_from": str(out / "sft"),
           "data": {"sources": [{"path": prompts}], "valid_fraction": 0.15},
           "optim": {**OPTIM, "name": "adamw", "peak_lr": peak_lr, "warmup_steps": 0, "final_fraction": 1.0},
-          "mdloo": {"prompts_per_iteration": 16, "responses_per_prompt": 8, "inner_steps": 8, "kl_coef": 0.05,
+          "mdloo": {"prompts_per_iteration": 16, "responses_per_prompt": 8, "inner_steps": 4, "kl_coef": 0.05,
                     "trust_region": 1.0, "max_staleness": 1, "max_new_tokens": 10, "eval_prompts": 60, **mdloo}}
     return sft, rl
 
