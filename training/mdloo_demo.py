@@ -62,7 +62,8 @@ def run(root: str, *, quiet: bool = True, generate_fn=None, **mdloo) -> dict:
           f"{rl_raw['mdloo']['max_staleness']} version(s) stale):")
     print("  iter  reward  KL(ref) seq k1  KL(ref)/token exact  trust KL  staleness")
     for h in result.history:
-        print(f"  {h['iteration']:4d}  {h['reward']:6.3f}  {h['kl_ref']:14.4f}  {h.get('kl_ref_exact_per_token', float('nan')):19.4f}"
+        exact = h.get("kl_ref_exact_per_token", float("nan"))
+        print(f"  {h['iteration']:4d}  {h['reward']:6.3f}  {h['kl_ref']:14.4f}  {exact:19.4f}"
               f"  {h['trust_kl_last']:8.4f}  {h['staleness']:9d}")
     first, last = result.held_out[0][1], result.held_out[-1][1]
     half = max(1, len(result.history) // 3)

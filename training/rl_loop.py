@@ -153,7 +153,8 @@ class Producer:
         tokens, labels, mask, blogp = sequences([p.ids for p in prompts], responses, [r[1] for r in rollouts],
                                                 self.tok.pad_id)
         dev = parallel.device()
-        full = tokens.numel() * self.run.post.model.vocab_size <= FULL_LOGITS_LIMIT
+        full = (tokens.numel() * self.run.post.model.vocab_size <= FULL_LOGITS_LIMIT
+                and self.run.post.parallel.tensor_parallel == 1)  # a vocabulary shard is not a distribution
         ref_logp, ref_full = token_logps(self.reference, tokens.to(dev), labels.to(dev), full=full,
                                          temperature=m.temperature)
         return Scored(iteration, version, tokens, labels, mask, blogp, ref_logp.cpu(),
@@ -271,10 +272,10 @@ def update(run, model, optimizer, schedule, batch: Scored, *, step0: int, log=pr
            "response_tokens": float(mask.sum(dim=-1).mean()), "staleness": batch.iteration - batch.version,
            "trust_kl_last": figures["trust_kl"], "ratio_max_last": figures["ratio_max"],
            "loss_last": figures["loss"], "rollout_seconds": batch.seconds,
-           "informative_prompts": float((batch.task_rewards.view(-1, m.responses_per_prompt).std(dim=1) > 0).float().mean())}
-    if batch.ref_logsoftmax is not None:
-        lp, lq = logp_k_full, batch.ref_logsoftmax.to(dev)
-        exact = (lp.exp() * (lp - lq)).sum(dim=-1)
+           "informative_prompts": float((batch.task_rewards.view(-1, m.responses_per_prompt).std(dim=1) > 0)
+                                        .float().mean())}
+    if batch.ref_logsoftmax is not None:  # log_softmax of a log-softmax is itself
+        exact = exact_token_kl(logp_k_full, batch.ref_logsoftmax.to(dev))
         row["kl_ref_exact_per_token"] = float(((exact * mask).sum(dim=-1) / n_tok).mean())
     return row
 
@@ -295,6 +296,8 @@ def train_mdloo(run, *, resume: str | None = None, stop_after: int | None = None
     if dist.is_initialized() and dist.get_world_size() > post.parallel.tensor_parallel:
         raise ConfigError(f"{run.name}: MDLOO has no data parallelism yet; run with as many ranks as "
                           f"parallel.tensor_parallel ({post.parallel.tensor_parallel})")
+    if m.trust_kl == "full" and post.parallel.tensor_parallel > 1:
+        raise ConfigError(f"{run.name}: mdloo.trust_kl 'full' needs the whole vocabulary on one rank; use 'sampled'")
     generate_fn = generate_fn or default_generate()
     tokenizer = load_tokenizer(post.tokenizer)
     train, valid = load_prompts(run, tokenizer)
