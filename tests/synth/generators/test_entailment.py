@@ -11,7 +11,7 @@ from synth.backends.scripted import ScriptedBackend
 from synth.sft.llm import register_backend
 from synth.summaries.entailment import (FEATURE_NAMES, Labelled, auc, balanced_accuracy, calibrate, judge_scores,
                                         leave_one_dataset_out, load_scorer)
-from synth.summaries.features import feature_matrix, is_specific, tokens
+from synth.summaries.features import extrinsic_free, feature_matrix, is_specific, tokens
 from synth.summaries.filters import EntailmentFilter, EntailmentScore
 
 DOC = ("The city library will open at 8 am on Saturdays from March. The council approved the budget on Tuesday. "
@@ -41,6 +41,18 @@ def test_swapped_context_scores_below_faithful():
         "Mayor Ortiz said the museum in Lyon would cost 40,000 dollars a year.",
         "Mayor Fischer said the change would cost 90,000 dollars a year."]).mean(axis=1)
     assert faithful > moved and faithful > invented
+
+
+def test_extrinsic_free_flags_invented_names_and_numbers_only():
+    # a paraphrase that keeps the document's name and number has no extrinsic word
+    assert extrinsic_free(DOC, "Ortiz, the mayor, put the yearly bill at 40,000 dollars.") == 1.0
+    assert extrinsic_free(DOC, "Mayor Fischer said it would cost 40,000 dollars.") == 0.0  # invented rare name
+    assert extrinsic_free(DOC, "The library opens at 9 am on Saturdays.") == 0.0  # invented number
+    # "forty thousand" reads as the numbers 40 and 1000, which the document lacks: numbers must match exactly
+    assert extrinsic_free(DOC, "Mayor Ortiz expects a yearly cost of forty thousand dollars.") == 0.0
+    # a name too frequent to be rare (Zipf >= 3.5) still counts when capitalised inside a sentence
+    assert extrinsic_free(DOC, "The library will open, said Jordan.") == 0.0
+    assert extrinsic_free(DOC, "The museum in Lyon will open at 8 am.") == 1.0  # an intrinsic error: not seen
 
 
 def test_filter_keeps_supported_and_drops_made_up_summary():
