@@ -105,15 +105,22 @@ def test_classifier_is_not_fooled_by_code_tables_and_physics():
 
 
 @pytest.mark.slow
-def test_real_page_eval_meets_the_targets_on_dev_and_reports_held_out(shared_data):
-    from evals.data import math_filter
+def test_full_config_keep_on_the_shipped_real_pages_dev_and_held_out():
+    """configs/math.yaml's keep decision on the shipped Debian pages (295 labelled, 27 ambiguous left out);
+    the whole real-page eval (`cidermill eval data math_filter --real`, 1,151 pages) takes ~10 min on 2 cores."""
+    from evals.data.math_filter import _prf, predictions, _config_threshold
 
-    report = math_filter.run(argparse.Namespace(threshold=None, real=True))
-    rows = {(r["split"], r["method"]): r for r in report.tables["precision / recall"]}
-    keep = "full config keep (configs/math.yaml)"
-    assert rows[("dev", keep)]["precision"] >= 0.9 and rows[("dev", keep)]["recall"] >= 0.8
-    assert rows[("heldout", keep)]["tp"] + rows[("heldout", keep)]["fn"] == 17  # held-out math pages
-    # the site-wide loaders and `$$` in scripts do not make tags fire: precision of visible tags alone
-    assert rows[("dev", "tags (visible formulas in the html, >= 1)")]["precision"] >= 0.9
-    assert report.targets["dev: full config keep precision >= 0.9"]
-    assert any("ambiguous" in n for n in report.notes)
+    rows = _debian()
+    preds = predictions(rows, _config_threshold())
+    keep = preds["full config keep (configs/math.yaml)"]
+    result = {}
+    for split in ("dev", "heldout"):
+        idx = [i for i, r in enumerate(rows) if r["split"] == split]
+        result[split] = _prf([keep[i] for i in idx], [rows[i]["label"] for i in idx])
+    assert result["dev"]["precision"] >= 0.9 and result["dev"]["recall"] >= 0.8, result
+    assert result["heldout"]["tp"] + result["heldout"]["fn"] == 17  # reported, not tuned on
+    # visible tags never fire on the 9 pages that load MathJax site-wide without a formula
+    tags = preds["tags (visible formulas in the html, >= 1)"]
+    loader_only = [i for i, r in enumerate(rows) if "mathjax" in r["html"].lower() and r["label"] == 0
+                   and "notebooks/generated" in r["id"]]
+    assert loader_only and not any(tags[i] for i in loader_only)
