@@ -10,11 +10,15 @@ Tokens keep what marks math: LaTeX commands (`\\frac`), digits and single symbol
 
 The shipped model (corpus/math/models/math_classifier_v1.npz, its manifest beside it) was trained on
 real data disjoint from the math_filter evaluation set:
-positives: GSM8K train, college_math, OlympiadBench, Minerva, MathQA problems (and solutions);
-negatives: C4 documents 0-199, the Wikipedia sample, MMLU non-STEM questions. It is reproduced from a
-data folder in that layout (the project's ../shared/data on development machines) with
+positives: GSM8K train, college_math, OlympiadBench, Minerva, MathQA problems (and solutions), and real
+math documentation pages; negatives: C4 documents 0-199, the Wikipedia sample, MMLU non-STEM questions,
+and real hard negatives (issue 25): web pages of news, shops, sports, finance and forums, code and API
+documentation, number tables, physics and engineering pages with a few formulas. The real pages come
+as a JSON-lines file (`--pages`, {text, label, source}; the project builds it with
+evals/data/build_math_train_pages.py). It is reproduced from a data folder in the shared layout
+(the project's ../shared/data on development machines) with
 
-    python -m corpus.math.classifier train --data FOLDER [--out corpus/math/models/math_classifier_v1.npz]
+    python -m corpus.math.classifier train --data FOLDER [--pages PAGES.jsonl.zst] [--out corpus/math/models/math_classifier_v1.npz]
 
 which writes the weights (.npz, no pickle) and a manifest (.json: training files and their sha256,
 settings, held-out accuracy). `train` and `save` let users train on their own sets and pass `model_path`.
@@ -121,7 +125,33 @@ def training_files(root: str | Path) -> dict[str, Path]:
     return files
 
 
-def training_set(root: str | Path) -> tuple[list[str], list[int]]:
+def read_pages(path: str | Path) -> list[dict]:
+    """Labelled real pages: JSON lines {text, label (0/1), source}, plain or .zst."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"math classifier training pages {path} not found")
+    raw = path.read_bytes()
+    if path.suffix == ".zst":
+        import zstandard
+
+        raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
+    rows = []
+    for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if rec.get("label") not in (0, 1) or not isinstance(rec.get("text"), str):
+            raise ConfigError(f"{path}: record {n}: needs text (string) and label 0 or 1; got {sorted(rec)}")
+        rows.append(rec)
+    return rows
+
+
+def _page_files(pages) -> list[Path]:
+    """`--pages`: one file or several."""
+    return [] if not pages else [Path(pages)] if isinstance(pages, (str, Path)) else [Path(p) for p in pages]
+
+
+def training_set(root: str | Path, pages: str | Path | list | None = None) -> tuple[list[str], list[int]]:
     f = training_files(root)
     pos = (_jsonl(f["gsm8k_train"], "question", "answer", limit=1000)
            + _jsonl(f["college_math"], "question", "answer", limit=800)
@@ -134,6 +164,9 @@ def training_set(root: str | Path) -> tuple[list[str], list[int]]:
             with open(path, encoding="utf-8") as fh:
                 neg += [row[0] for row in list(csv.reader(fh))[1:60] if row]
     texts, labels = pos + neg, [1] * len(pos) + [0] * len(neg)
+    for rec in (r for path in _page_files(pages) for r in read_pages(path)):
+        texts.append(rec["text"])
+        labels.append(rec["label"])
     order = list(range(len(texts)))
     random.Random(0).shuffle(order)
     return [texts[i] for i in order], [labels[i] for i in order]
@@ -154,11 +187,12 @@ def _file_digests(files: dict[str, Path], root: Path) -> dict[str, dict]:
     return out
 
 
-def train_default(root: str | Path, out: str | Path = DEFAULT_MODEL) -> dict:
-    """Train on the default training set under `root`; held-out accuracy from a 20% split by content,
-    then the saved model is fitted on every row. Writes `out` and its manifest (`out` with .json)."""
+def train_default(root: str | Path, out: str | Path = DEFAULT_MODEL, pages: str | Path | list | None = None) -> dict:
+    """Train on the default training set under `root` (plus the labelled real `pages`); held-out accuracy
+    from a 20% split by content, then the saved model is fitted on every row. Writes `out` and its
+    manifest (`out` with .json)."""
     root = Path(root)
-    texts, labels = training_set(root)
+    texts, labels = training_set(root, pages)
     y = np.asarray(labels)
     test = np.array([_is_held_out(t) for t in texts])
     part = train([t for t, h in zip(texts, test) if not h], list(y[~test]))
@@ -171,14 +205,30 @@ def train_default(root: str | Path, out: str | Path = DEFAULT_MODEL) -> dict:
     digest = save(model, out)
     manifest = {"model": Path(out).stem, "weights": Path(out).name, "sha256": digest,
                 "training_data": {"files": _file_digests(training_files(root), root), "rows": len(texts),
-                                  "math_rows": int(y.sum()),
+                                  "math_rows": int(y.sum()), "pages": _pages_summary(pages),
                                   "selection": "see training_set() in corpus/math/classifier.py; shuffled, seed 0"},
                 "settings": SETTINGS, "held_out": held_out,
                 "held_out_method": "20% of rows by content hash (blake2b first byte < 52), model refit on the rest; "
                                    "the shipped weights are then fitted on every row",
-                "made_by": "python -m corpus.math.classifier train --data <data folder>"}
+                "made_by": "python -m corpus.math.classifier train --data <data folder>"
+                           + "".join(f" --pages {p.name}" for p in _page_files(pages)[:1])
+                           + "".join(f" {p.name}" for p in _page_files(pages)[1:]),
+                "pages_made_by": "python -m evals.data.build_math_train_pages [--debs DIR] (its docstring says "
+                                 "which pages and labels: disjoint from evals/data/math_pages and from the "
+                                 "dev/held-out web pages)"}
     Path(out).with_suffix(".json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
+
+
+def _pages_summary(pages: str | Path | list | None) -> list[dict]:
+    out = []
+    for path in _page_files(pages):
+        counts: dict[str, list[int]] = {}
+        for rec in read_pages(path):
+            counts.setdefault(rec.get("source") or "?", [0, 0])[rec["label"]] += 1
+        out.append({"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                    "by_source": {k: {"not_math": v[0], "math": v[1]} for k, v in sorted(counts.items())}})
+    return out
 
 
 _MODELS: dict[str, LinearModel] = {}
@@ -226,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                                      description="train the default math classifier and write it with its manifest")
     parser.add_argument("command", choices=["train"])
     parser.add_argument("--data", required=True, help="data folder holding benchmarks/ and web_text/ (see training_files)")
+    parser.add_argument("--pages", nargs="*", help="labelled real pages, JSON lines {text, label, source} (.zst or plain)")
     parser.add_argument("--out", default=str(DEFAULT_MODEL))
     args = parser.parse_args(argv)
-    manifest = train_default(args.data, args.out)
+    manifest = train_default(args.data, args.out, args.pages)
     print(json.dumps({k: manifest[k] for k in ("sha256", "held_out")}, indent=1))
     print(f"trained on {manifest['training_data']['rows']} texts -> {args.out}")
     return 0

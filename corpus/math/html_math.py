@@ -82,7 +82,8 @@ def latexify(root) -> None:
         _replace(el, f"$${tex}$$" if el.get("display") == "block" else f"${tex}$")
     for el in list(root.iter("img")):
         alt, src = (el.get("alt") or "").strip(), el.get("src") or ""
-        if alt and ("tex" in (el.get("class") or "") or "latex" in src or "codecogs" in src):
+        cls = el.get("class") or ""
+        if alt and ("tex" in cls or "math" in cls.split() or "latex" in src or "codecogs" in src):
             _replace(el, f"${alt}$")
 
 
@@ -144,11 +145,22 @@ def parse_html(markup: str | bytes):
     return html.document_fromstring(markup.encode("utf-8"), parser=html.HTMLParser(encoding="utf-8"))
 
 
+def _is_navigation(el) -> bool:
+    """Site navigation by HTML semantics: <nav>, role=navigation, and <aside> other than notes (sidebars,
+    menus; an <aside role="note"> is a footnote and stays). A site's menu otherwise fills the first
+    thousands of characters of a documentation page and the classifier reads the menu, not the page."""
+    role = (el.get("role") or "").lower()
+    return el.tag == "nav" or role == "navigation" or (el.tag == "aside" and role != "note")
+
+
 def page_text(markup: str | bytes) -> str:
-    """Whole-page text with formulas as LaTeX (scripts and styles removed)."""
+    """Whole-page text with formulas as LaTeX (scripts, styles and site navigation removed)."""
     root = parse_html(markup)
     latexify(root)
     for el in list(root.iter("script", "style", "noscript", "template")):
         el.drop_tree()
+    for el in [el for el in root.iter("nav", "aside", "div", "ul", "section") if _is_navigation(el)]:
+        if el.getparent() is not None:
+            el.drop_tree()
     body = root.find("body")
     return tidy_formulas(node_text(body if body is not None else root))

@@ -28,6 +28,8 @@ HIDDEN = ("head", "script", "style", "noscript", "template", "textarea", "iframe
 # output/source elements of math renderers; an element inside one already counted is not counted again
 _RENDERED_CLASSES = {"MathJax", "MathJax_Display", "MathJax_SVG", "MathJax_SVG_Display", "MathJax_CHTML",
                      "katex", "math-container", "mwe-math-element", "tex", "latex", "math-tex"}
+# formula images carry their TeX in alt: Sphinx's imgmath writes <img class="math" alt="\\int f\\,dx">
+_TEX_IMG_CLASSES = {"tex", "latex", "math"}
 _TEX_IMG_SRC = re.compile(r"latex|codecogs|mathtex|mimetex|wp-latex|/math/render/", re.I)
 _ENVS = r"equation|align|gather|multline|eqnarray|displaymath|math"
 
@@ -71,7 +73,7 @@ def _is_rendered_math(el) -> bool:
         return (el.get("type") or "").lower().startswith("math/tex")
     if tag == "img":
         alt = (el.get("alt") or "").strip()
-        return bool(alt) and bool(_TEX_IMG_SRC.search(el.get("src") or "") or _classes(el) & {"tex", "latex"})
+        return bool(alt) and bool(_TEX_IMG_SRC.search(el.get("src") or "") or _classes(el) & _TEX_IMG_CLASSES)
     return bool(_classes(el) & _RENDERED_CLASSES)
 
 

@@ -21,10 +21,12 @@ How it is built (deterministic, nothing downloaded):
 from __future__ import annotations
 
 import gzip
+import hashlib
 import html
 import json
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from evals.shared import shared_data
 
@@ -161,18 +163,28 @@ def labelled_set() -> list[dict]:
 
 
 # Real pages only (no rendered benchmark text): the 130 Readability test pages, the 990 pages of
-# trafilatura's extraction benchmark, the HTML responses of the bundled WARCs. Math label by reading:
-# the Readability math pages above and trafilatura's `en.wikipedia.org.tsne.html` (t-SNE article, 34
-# formulas). Reading covered the Readability pages and the 40 trafilatura pages with the most math
-# signals (visible formulas, math symbols, LaTeX commands); the other trafilatura pages (news, shops,
-# recipes, law, forums in de/en/fr/zh/pl) are labelled 0 from their site and opening text.
+# trafilatura's extraction benchmark, the HTML responses of the bundled WARCs, and 322 documentation
+# pages from 10 Debian packages (evals/data/math_pages: labels.tsv has each page's label and reason).
+# Web-page math labels by reading: the Readability math pages above and trafilatura's
+# `en.wikipedia.org.tsne.html` (t-SNE article, 34 formulas). Reading covered the Readability pages and
+# the 40 trafilatura pages with the most math signals (visible formulas, math symbols, LaTeX commands);
+# the other trafilatura pages (news, shops, recipes, law, forums in de/en/fr/zh/pl) are labelled 0 from
+# their site and opening text.
 TRAFILATURA_MATH = {"en.wikipedia.org.tsne.html"}
+SPLITS = ("train", "dev", "heldout")
 
 
-def real_rows() -> list[dict]:
+def web_split(url: str) -> str:
+    """trafilatura's pages split by site (host hash) into thirds: `train` (the math classifier may train
+    on them), `dev` (thresholds are tuned on it) and `heldout` (reported, never tuned on)."""
+    host = (urlsplit(url).hostname or url).lower().removeprefix("www.")
+    return SPLITS[hashlib.blake2b(host.encode(), digest_size=4).digest()[0] % 3]
+
+
+def trafilatura_rows() -> list[dict]:
     from corpus.math.html_math import decode_markup
 
-    rows = [dict(r, html=r["html"]) for r in web_rows(c4_range=(0, 0))]
+    rows = []
     base = shared_data("web_extraction", "trafilatura_eval")
     gold = json.loads((base / "evaldata.json").read_text(encoding="utf-8"))
     for url, rec in sorted(gold.items()):
@@ -182,8 +194,31 @@ def real_rows() -> list[dict]:
         label = int(rec["file"] in TRAFILATURA_MATH)
         rows.append({"id": f"trafilatura-{rec['file']}", "html": decode_markup(path.read_bytes()), "label": label,
                      "origin": "trafilatura/math" if label else "trafilatura",
-                     "url": url if url.startswith("http") else ""})
+                     "url": url if url.startswith("http") else "", "split": web_split(url or rec["file"])})
     return rows
+
+
+def debian_rows(*, include_ambiguous: bool = False) -> list[dict]:
+    """The shipped Debian documentation pages; split by package (evals/data/math_pages/labels.tsv)."""
+    from evals.data.build_math_pages import load_pages
+
+    rows = []
+    for page in load_pages():
+        if page["label"] == "ambiguous" and not include_ambiguous:
+            continue
+        label = page["label"] if page["label"] == "ambiguous" else int(page["label"])
+        rows.append({"id": f"debian-{page['id']}", "html": page["html"], "label": label, "url": "",
+                     "origin": f"debian/{page['package']}", "split": page["split"]})
+    return rows
+
+
+def real_rows(*, splits: tuple[str, ...] = ("dev", "heldout")) -> list[dict]:
+    """Real pages of the given splits. Readability pages and WARC responses are `dev`; trafilatura's
+    pages by site (web_split); Debian pages by package. `train` pages are the ones the shipped math
+    classifier was trained on (evals/data/build_math_train_pages.py): never evaluate on them."""
+    rows = [dict(r, split="dev") for r in web_rows(c4_range=(0, 0))]
+    rows += trafilatura_rows() + debian_rows()
+    return [r for r in rows if r["split"] in splits]
 
 
 def demo_rows() -> list[dict]:

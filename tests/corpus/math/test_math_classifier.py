@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from corpus.registry import stage_class
 from manifests.errors import ConfigError
+
+TRAIN_PAGES_DEBIAN = Path(__file__).resolve().parents[3] / "evals" / "data" / "math_pages" / "train_pages_debian.jsonl.zst"
 
 
 def test_classifier_separates_math_from_web_text(c4_docs, tmp_path):
@@ -49,6 +52,13 @@ def test_shipped_model_matches_its_manifest():
     assert manifest["held_out"]["accuracy_at_0.5"] >= 0.97 and manifest["held_out"]["rows"] >= 500
     assert set(manifest["training_data"]["files"]) == {"gsm8k_train", "college_math", "olympiadbench", "minerva",
                                                        "mathqa", "c4", "wiki", "mmlu_dev"}
+    # real pages (issue 25): the shipped Debian training pages and trafilatura's training third of sites
+    pages = {p["file"]: p for p in manifest["training_data"]["pages"]}
+    assert set(pages) == {"train_pages_debian.jsonl.zst", "math_train_pages_web.jsonl.zst"}
+    debian = pages["train_pages_debian.jsonl.zst"]
+    assert debian["sha256"] == hashlib.sha256(TRAIN_PAGES_DEBIAN.read_bytes()).hexdigest()
+    assert {"debian/python-django-doc", "debian/python-pandas-doc", "debian/python-astropy-doc"} <= set(debian["by_source"])
+    assert debian["by_source"]["debian/python-scipy-doc"]["math"] >= 100
 
 
 @pytest.mark.slow
@@ -59,7 +69,11 @@ def test_training_from_the_data_folder_reproduces_the_shipped_model(shared_data,
 
     from corpus.math.classifier import DEFAULT_MODEL, load_model, train_default
 
-    manifest = train_default(shared_data, tmp_path / "m.npz")
+    from evals.data.build_math_train_pages import web_pool, write_pages
+
+    write_pages(web_pool(), tmp_path / "math_train_pages_web.jsonl.zst")
+    manifest = train_default(shared_data, tmp_path / "m.npz",
+                             pages=[TRAIN_PAGES_DEBIAN, tmp_path / "math_train_pages_web.jsonl.zst"])
     shipped = json.loads(DEFAULT_MODEL.with_suffix(".json").read_text())
     assert manifest["training_data"] == shipped["training_data"] and manifest["held_out"] == shipped["held_out"]
     ours, theirs = load_model(str(tmp_path / "m.npz")), load_model()
@@ -70,8 +84,8 @@ def test_training_from_the_data_folder_reproduces_the_shipped_model(shared_data,
 def test_math_filter_eval_reports_precision_and_recall(shared_data):
     from evals.data import math_filter
 
-    report = math_filter.run(argparse.Namespace(threshold=0.5))
-    rows = {r["method"]: r for r in report.tables["precision / recall"]}
+    report = math_filter.run(argparse.Namespace(threshold=0.5, real=False))
+    rows = {r["method"]: r for r in report.tables["precision / recall"] if r["split"] == "dev"}
     assert rows["tags (visible formulas in the html, >= 1)"]["precision"] >= 0.9
     assert rows["classifier (text, p >= 0.5)"]["recall"] >= 0.95
     assert rows["(tags or symbols) and classifier"]["precision"] >= 0.95
