@@ -63,8 +63,8 @@ def members(root: Path, *, log=lambda *_: None) -> dict[str, str]:
     return {"sft": sft, **({"rl": rl} if rl else {})}
 
 
-def held_out_accuracy(checkpoint: str, records: list[dict], *, max_new_tokens: int = 10) -> float:
-    """Greedy answers of a checkpoint to held-out prompt records, checked by the math rule reward."""
+def greedy_accuracy(checkpoint: str, records: list[dict], *, max_new_tokens: int = 10) -> float:
+    """Share of prompt records a checkpoint answers right greedily (the math rule reward checks the answers)."""
     from .rl_tasks import answer_reward
     from .rollout import generate, load_policy
     from .rollout.policy import chat_prompt_ids
@@ -98,6 +98,8 @@ def config(root: str, ckpts: dict[str, str], prompts_path: str, *, rounds: int =
 
 def run(root: str, *, rounds: int = 2, prompts: int = 48, quiet: bool = True, order: tuple | None = None,
         **settings) -> dict:
+    """order: the committee's member names in order (the first is the reference and the refresh init);
+    settings: config()'s refresh steps / peak_lr."""
     from .itec import run_itec
     from .rl_tasks import addition_records
 
@@ -116,8 +118,8 @@ def run(root: str, *, rounds: int = 2, prompts: int = 48, quiet: bool = True, or
     t2 = time.perf_counter()
     seen = sorted({r["messages"][-1]["content"]: r for r in train[:prompts]}.values(),
                   key=lambda r: r["messages"][-1]["content"])  # one record per distinct sum iTeC sampled
-    accuracy = {m.name: held_out_accuracy(m.checkpoint, test) for m in result.members}
-    accuracy_seen = {m.name: held_out_accuracy(m.checkpoint, seen) for m in result.members}
+    accuracy = {m.name: greedy_accuracy(m.checkpoint, test) for m in result.members}
+    accuracy_seen = {m.name: greedy_accuracy(m.checkpoint, seen) for m in result.members}
     print(f"iTeC on addition: {prompts} prompts ({len(seen)} distinct sums), greedy accuracy on {len(test)} held-out "
           f"sums iTeC never samples; members: {', '.join(ckpts)}")
     for r in result.rounds:
