@@ -86,7 +86,9 @@ def load_prompts(cfg: ITeCConfig) -> list[dict]:
     rows = []
     for src in cfg.prompts:
         n = None if src.limit is None else src.skip + src.limit
-        if src.kind == "gsm8k":
+        if src.kind == "gsm8k" and _rl_prompt_file(src.path):
+            got = rl_math_prompts(src.path, limit=n)
+        elif src.kind == "gsm8k":
             got = ps.gsm8k_prompts(src.path, limit=n)
         elif src.kind == "preference":
             got = ps.preference_prompts(src.path, fmt=src.format, limit=n)
@@ -97,6 +99,36 @@ def load_prompts(cfg: ITeCConfig) -> list[dict]:
         else:
             got = ps.glaive_tool_prompts(src.path, limit=n)
         rows += got[src.skip:]
+    return rows
+
+
+def _rl_prompt_file(path) -> bool:
+    """Whether a math prompt file holds RL prompt records (training/rl_tasks: `messages` + `answer`) rather
+    than GSM8K rows (`question` + `answer` ending '#### N')."""
+    from .post_loop import read_records
+
+    recs = read_records(path)
+    return bool(recs) and "question" not in recs[0] and ("messages" in recs[0] or "conversations" in recs[0])
+
+
+def rl_math_prompts(path, *, limit: int | None = None) -> list[dict]:
+    """RL prompt records (the verifiable tasks of training/rl_tasks, e.g. the addition prompts) as math
+    prompts, their turns verbatim (no GSM8K answer-format suffix: the policy answers as it was SFT'd to) and
+    the record's `answer` as the math rule's reference."""
+    from .chat import record_error, record_messages
+    from .post_loop import read_records
+
+    rows = []
+    for i, rec in enumerate(read_records(path)[:limit]):
+        where = f"{path} record {i}"
+        messages, tools = record_messages(rec, where=where)
+        answer = str(rec.get("answer", "")).strip()
+        if not answer:
+            raise record_error(where, "no `answer` to check responses against")
+        if messages[-1]["role"] == "assistant":
+            raise record_error(where, "the prompt's last turn is an assistant turn; give the turns before the answer")
+        rows.append({"id": f"math-{i}", "type": "math", "messages": messages, "tools": tools,
+                     "reference": {"answer": answer}})
     return rows
 
 

@@ -157,11 +157,33 @@ def test_two_rounds_publish_versions_refresh_the_committee_and_rerun_from_cache(
     assert [r.mean_reward for r in again.rounds] == [r1.mean_reward, r2.mean_reward]
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "configs/train/post").glob("*-itec.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((REPO / "configs/train/post").glob("*-itec*.yaml")), ids=lambda p: p.name)
 def test_itec_configs_validate(path):
     from training.itec_config import load_config
 
     cfg = load_config(path)
-    assert cfg.committee and cfg.prompts and cfg.rewards.rm_checkpoint
+    assert cfg.committee and cfg.prompts
+    from training.itec_config import TYPE_OF_KIND
+
+    assert cfg.rewards.rm_checkpoint or not cfg.rewards.uses_rm({TYPE_OF_KIND[s.kind] for s in cfg.prompts})
     assert all((REPO / s.path).is_file() for s in cfg.prompts)  # prompt files ship with the repository
     assert cfg.rounds == 1 or cfg.refresh
+
+
+def test_rl_prompt_records_are_math_prompts_verbatim(tmp_path):
+    from manifests.errors import RecordError
+    from training.itec import load_prompts
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"messages": [{"role": "user", "content": "3+4"}], "answer": "7"}\n'
+                    '{"messages": [{"role": "user", "content": "0+2"}], "answer": " 2 "}\n')
+    cfg = from_dict({"name": "t", "root": str(tmp_path), "out_dir": str(tmp_path / "o"),
+                     "prompts": [{"kind": "gsm8k", "path": str(path), "skip": 1}],
+                     "committee": [{"name": "a", "checkpoint": "x"}], "samples_per_member": 2,
+                     "rewards": {"weights": {"math": {"math": 1.0}}}})
+    (row,) = load_prompts(cfg)  # no GSM8K answer-format suffix: the turns as written
+    assert row["type"] == "math" and row["messages"] == [{"role": "user", "content": "0+2"}]
+    assert row["reference"] == {"answer": "2"} and row["id"] == "math-1"
+    path.write_text('{"messages": [{"role": "user", "content": "3+4"}]}\n')
+    with pytest.raises(RecordError, match="record 0.*answer"):
+        load_prompts(cfg)
