@@ -71,6 +71,8 @@ def add_parser(sub) -> None:
             pt.add_argument("--audit", action="store_true",
                             help="print packed samples with masked spans marked [[...]], then stop")
             pt.add_argument("--audit-packs", type=int, default=1)
+            pt.add_argument("--adapter-init", help="recovery adapter: train only a copy of it (LoRA) on the frozen "
+                                                   "base its manifest names (the palettized model)")
         pt.set_defaults(func=cmd_post, method=method)
 
     show = tsub.add_parser("show", help="print a checkpoint's manifest")
@@ -220,7 +222,8 @@ def cmd_post(args) -> int:
 
     from .post_config import load_config
 
-    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
+    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from,
+                      adapter_init=getattr(args, "adapter_init", None))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

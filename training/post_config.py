@@ -71,8 +71,13 @@ class RMConfig:
     grading_weight: float = 0.1  # lambda on the grading heads' cross-entropy
     grading_heads: tuple[tuple[str, int], ...] = ()  # (property, number of grade classes)
     head_hidden: int = 0  # grading MLP width; 0 = the model's hidden size
+    # where the scalar and grading heads read the final hidden state: "last" = the last non-pad token (the
+    # issue's default); "mean" = the mean over the response's tokens (steadier for small models)
+    pooling: str = "last"
 
     def __post_init__(self):
+        if self.pooling not in ("last", "mean"):
+            raise ConfigError(f"rm.pooling must be 'last' or 'mean'; got {self.pooling!r}")
         if not all(0.5 <= p <= 1 for p in self.level_probs):
             raise ConfigError(f"rm.level_probs must lie in [0.5, 1]; got {self.level_probs}")
         if len(self.strength_thresholds) != len(self.level_probs) - 1:
@@ -100,6 +105,9 @@ class PostTrainConfig:
     steps: int = 20
     seed: int = 1234
     init_from: str | None = None  # SFT: a pretrained checkpoint; RM/DPO: the SFT checkpoint
+    # SFT only: train a task adapter (LoRA only) on the frozen base named by this adapter's manifest (the
+    # palettized model), starting from a copy of this adapter (the accuracy-recovery adapter)
+    adapter_init: str | None = None
     out_dir: str = "out/post"
     save_every: int = 0
     log_every: int = 10
@@ -113,6 +121,9 @@ class PostTrainConfig:
                               f"micro_batch ({self.micro_batch})")
         if self.steps <= 0 or self.seq_length < 2:
             raise ConfigError(f"{self.name}: steps must be > 0 and seq_length >= 2")
+        if self.adapter_init and (self.method != "sft" or self.init_from):
+            raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
+                              f"one the adapter names); got method {self.method}, init_from {self.init_from}")
         if self.method == "dpo" and not (self.init_from or (self.dpo and self.dpo.reference)):
             raise ConfigError(f"{self.name}: dpo needs init_from (the SFT checkpoint) or dpo.reference")
 

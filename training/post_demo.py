@@ -50,7 +50,7 @@ def run(root: str, *, quiet: bool = True) -> dict:
     t1 = time.perf_counter()
     rm = train_rm(from_dict(_common(
         "demo-rm", "rm", out, steps=20, init_from=str(sft.checkpoint), rm={},
-        data={"sources": [{"path": str(SAMPLES / "hh_rlhf/harmless-base_test_first800.jsonl.gz"),
+        data={"sources": [{"path": str(SAMPLES / "hh_rlhf/harmless-base_test.jsonl.gz"),
                            "format": "hh_rlhf", "max_records": 200},
                           {"path": str(SAMPLES / "alpaca_eval/fusechat_weighted.json.gz"), "format": "alpaca_eval",
                            "max_records": 200}], "valid_fraction": 0.2})), log=log)

@@ -109,6 +109,7 @@ class LoopResult:
     evals: list[tuple[int, dict]] = field(default_factory=list)
     skipped_steps: int = 0
     seconds: float = 0.0
+    adapter: Path | None = None  # SFT with adapter_init: the task adapter's directory
 
 
 def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], dict],

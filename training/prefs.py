@@ -132,15 +132,21 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
     rm = cfg.rm
     thresholds = rm.strength_thresholds if rm else (0.9, 0.6, 0.3)
     binary = rm.binary_level if rm else 1
-    per_source, counters = [], {"records": 0, "ties_dropped": 0, "identical_dropped": 0, "cut": 0}
+    per_source, counters = [], {"records": 0, "ties_dropped": 0, "identical_dropped": 0, "malformed_dropped": 0,
+                                 "cut": 0}
     for src in cfg.data.sources:
         records = read_records(src.path)[: src.max_records]
         items = []
         for i, rec in enumerate(records):
             counters["records"] += 1
             where = f"{src.path} record {i}"
-            pair = record_pair(rec, fmt=src.format, where=where, thresholds=thresholds, binary_level=binary,
-                               source=src.path)
+            try:
+                pair = record_pair(rec, fmt=src.format, where=where, thresholds=thresholds, binary_level=binary,
+                                   source=src.path)
+            except RecordError as exc:  # e.g. an hh-rlhf pair whose two dialogues differ before the last turn
+                counters["malformed_dropped"] += 1
+                counters.setdefault("first_malformed", str(exc))
+                continue
             if pair is None:
                 counters["ties_dropped"] += 1
                 continue

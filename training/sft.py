@@ -9,6 +9,7 @@ tokenized, and a micro-batch whose mask is all zero is refused here, so a silent
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -109,7 +110,13 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
     data = prepare(cfg)
     log(f"[{cfg.name}] {data.counters['pack_conversations']} conversations in {len(data.train)} packs of "
         f"{cfg.seq_length} ({data.counters['pack_cut_to_seq_length']} cut); {len(data.valid)} held-out packs")
-    model = build_gpt(cfg, init_from=cfg.init_from)
+    if cfg.adapter_init:  # a task adapter from the recovery adapter, on its frozen (palettized) base
+        from .adapters.feature import feature_model
+
+        model, base = feature_model(cfg.adapter_init, seq_length=cfg.seq_length, model_shape=cfg.model)
+        log(f"[{cfg.name}] LoRA-only training from adapter {cfg.adapter_init} on the frozen base {base}")
+    else:
+        model = build_gpt(cfg, init_from=cfg.init_from)
     dev = parallel.device()
     start = evaluate(model, data.valid, cfg.micro_batch)
 
@@ -125,4 +132,12 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
                       extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
                                       "held_out_start": start, "data_counters": data.counters})
     result.evals.insert(0, (0, start))
+    if cfg.adapter_init:
+        from .adapters.feature import save_feature_adapter
+
+        result.adapter = save_feature_adapter(
+            model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
+            extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
+                   "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
+        log(f"[{cfg.name}] task adapter written to {result.adapter}")
     return result

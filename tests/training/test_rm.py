@@ -14,7 +14,7 @@ from training.reward import rm_loss, soft_bt_loss
 from .test_sft import REPO
 
 ALPACA = str(REPO / "data/samples/preference/alpaca_eval/fusechat_weighted.json.gz")
-HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test_first800.jsonl.gz")
+HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test.jsonl.gz")
 
 
 def _sig(x):
