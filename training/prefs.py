@@ -164,13 +164,13 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
     return train, valid[: cfg.valid_max], counters
 
 
-def pair_batch(items: list[PairItem], seq_length: int, pad_id: int) -> dict[str, torch.Tensor]:
+def pair_batch(items: list[PairItem], seq_length: int, pad_id: int, *, thd: bool = False) -> dict[str, torch.Tensor]:
     """Rows 0..n-1 the chosen responses, n..2n-1 the rejected ones; one sequence per row, padded."""
     from .packing import _assemble, collate
 
     packs = [_assemble([(0, it.chosen.ids, it.chosen.trainable)], seq_length, pad_id) for it in items]
     packs += [_assemble([(0, it.rejected.ids, it.rejected.trainable)], seq_length, pad_id) for it in items]
-    batch = collate(packs)
+    batch = collate(packs, thd=thd)
     batch["last_index"] = torch.tensor([sum(p.lengths) - 1 for p in packs])  # last real position per row
     batch["level"] = torch.tensor([it.pair.level for it in items])
     return batch

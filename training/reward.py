@@ -17,7 +17,8 @@ import torch.nn.functional as F
 
 from . import parallel
 from .chat import load_tokenizer
-from .post_loop import build_gpt, data_id, run_loop
+from .packing import uses_thd
+from .post_loop import build_gpt, data_id, forward, run_loop
 from .pref_eval import format_report, pairwise_report
 from .prefs import load_pairs, pair_batch
 
@@ -50,15 +51,28 @@ class RewardModel(torch.nn.Module):
         """rewards [B] and grade logits {property: [B, classes]} from each row's pooled final hidden state:
         its last real token, or the mean over its response tokens (`loss_mask`, shifted: position t holds
         the state after input t, whose target t+1 is a response token)."""
-        self.gpt(batch["tokens"], batch["position_ids"], batch["attention_mask"])
-        h = self._hidden.transpose(0, 1).float()  # [B, S, H]
+        b, s = batch["tokens"].shape
+        forward(self.gpt, batch)  # explicit mask, or THD rows flattened to [1, B·S] on the TE path
+        h = self._hidden.transpose(0, 1).reshape(b, s, -1).float()  # [B, S, H]
         self._hidden = None
         if self.pooling == "mean":
             w = batch["loss_mask"].to(h.dtype)  # [B, S]
             pooled = (h * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp_min(1.0)
         else:
-            pooled = h[torch.arange(h.shape[0], device=h.device), batch["last_index"]]
-        return self.score(pooled).squeeze(-1), {name: head(pooled) for name, head in self.grading.items()}
+            pooled = h[torch.arange(b, device=h.device), batch["last_index"]]
+        pooled = pooled.to(self.score.weight.dtype)  # bf16 heads under megatron's Float16Module
+        return self.score(pooled).squeeze(-1).float(), {n: head(pooled).float() for n, head in self.grading.items()}
+
+    def sharded_state_dict(self, prefix: str = "", sharded_offsets=(), metadata=None):
+        """For megatron's dist_checkpointing (GPU checkpoints): the GPT's own sharded state under `gpt.`,
+        the heads (small, replicated on every tensor-parallel rank) as replicated sharded tensors."""
+        from megatron.core.transformer.utils import make_sharded_tensors_for_checkpoint
+
+        out = self.gpt.sharded_state_dict(prefix=f"{prefix}gpt.", sharded_offsets=sharded_offsets,
+                                          metadata=metadata)
+        heads = {k: v for k, v in self.state_dict(keep_vars=True).items() if not k.startswith("gpt.")}
+        out.update(make_sharded_tensors_for_checkpoint(heads, prefix, {}, sharded_offsets))
+        return out
 
 
 def grade_targets(items, heads) -> dict[str, torch.Tensor]:
@@ -102,7 +116,8 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     dev = parallel.device()
 
     def batch_of(items):
-        b = {k: v.to(dev) for k, v in pair_batch(items, cfg.seq_length, tokenizer.pad_id).items()}
+        b = {k: v.to(dev) for k, v in pair_batch(items, cfg.seq_length, tokenizer.pad_id,
+                                                                  thd=uses_thd(cfg.parallel)).items()}
         b["grades"] = {k: v.to(dev) for k, v in grade_targets(items, rmc.grading_heads).items()}
         return b
 
@@ -181,7 +196,8 @@ def preference_eval(checkpoint: str, path: str, *, fmt: str = "auto", max_record
     deltas, levels = [], []
     for at in range(0, len(items), micro_batch):
         chunk = items[at: at + micro_batch]
-        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id).items()}
+        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id,
+                                                                                thd=uses_thd(cfg.parallel)).items()}
         r, _ = model(b)
         deltas += (r[: len(chunk)] - r[len(chunk):]).tolist()
         levels += b["level"].tolist()

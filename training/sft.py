@@ -18,7 +18,7 @@ from manifests.errors import RecordError
 from . import parallel
 from .chat import load_tokenizer, record_messages, tokenize
 from .losses import cross_entropies
-from .packing import collate, describe, pack
+from .packing import collate, describe, pack, uses_thd
 from .post_loop import build_gpt, data_id, forward, read_records, run_loop, split_and_weight
 
 
@@ -85,11 +85,12 @@ def prepare(cfg) -> SFTData:
 
 
 @torch.no_grad()
-def evaluate(model, packs, micro_batch: int) -> dict:
+def evaluate(model, packs, micro_batch: int, *, thd: bool = False) -> dict:
     model.eval()
     total = count = 0.0
+    dev = parallel.device()
     for at in range(0, len(packs), micro_batch):
-        batch = collate(packs[at: at + micro_batch])
+        batch = {k: v.to(dev) for k, v in collate(packs[at: at + micro_batch], thd=thd).items()}
         (ce,) = cross_entropies(forward(model, batch), [batch["labels"]])
         total += float((ce * batch["loss_mask"]).sum())
         count += float(batch["loss_mask"].sum())
@@ -118,16 +119,17 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
     else:
         model = build_gpt(cfg, init_from=cfg.init_from)
     dev = parallel.device()
-    start = evaluate(model, data.valid, cfg.micro_batch)
+    thd = uses_thd(cfg.parallel)
+    start = evaluate(model, data.valid, cfg.micro_batch, thd=thd)
 
     def micro_batch_at(indices):
-        return {k: v.to(dev) for k, v in collate([data.train[i] for i in indices]).items()}
+        return {k: v.to(dev) for k, v in collate([data.train[i] for i in indices], thd=thd).items()}
 
     def loss_fn(m, batch):
         return sft_loss(forward(m, batch), batch["labels"], batch["loss_mask"]), {}
 
     result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
-                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch), data=data.data_id,
+                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
                       resume=resume, stop_after=stop_after, log=log,
                       extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
                                       "held_out_start": start, "data_counters": data.counters})
