@@ -137,3 +137,24 @@ def test_rm_resumes_exactly(tmp_path):
 
     rep = preference_eval(str(resumed.checkpoint), HH, fmt="hh_rlhf", max_records=12)
     assert rep["pairs"] == 12 and set(rep["levels"]) == {1} and "ECE" in rep["table"]
+
+
+def test_reward_model_sharded_state_dict_covers_every_weight():
+    """What megatron's dist_checkpointing saves on GPU: every tensor of the RM (GPT + heads) once, by key."""
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor
+
+    from training import parallel
+    from training.model import build_model, get_shape
+    from training.reward import RewardModel
+
+    parallel.setup(parallel.ParallelConfig(), seed=3)
+    gpt = build_model(get_shape("tiny", vocab_size=256), seq_length=64)
+    rm = RewardModel(gpt, hidden=64, grading_heads=(("truthful", 3),))
+    sharded = rm.sharded_state_dict()
+    plain = {k: v for k, v in rm.state_dict().items() if isinstance(v, torch.Tensor)}
+    tensors = {k: v for k, v in sharded.items() if isinstance(v, ShardedTensor)}
+    assert set(plain) <= set(sharded)
+    for k in ("score.weight", "score.bias", "grading.truthful.0.weight", "gpt.decoder.final_layernorm.weight"):
+        assert k in tensors and tensors[k].data.data_ptr() == plain[k].data_ptr()
+    # no two tensors in one place of the checkpoint (decoder layers share a key, at different layer offsets)
+    assert len({(t.key, t.global_offset) for t in tensors.values()}) == len(tensors)
