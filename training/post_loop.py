@@ -136,6 +136,9 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
     if cfg.global_batch % (cfg.micro_batch * dp_size):
         raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
                           f"{cfg.micro_batch} x data-parallel size {dp_size}")
+    from .post_plan import check_post_memory
+
+    check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
     dev = parallel.device()
     # as the pretraining trainer: megatron's bf16 / DDP / distributed optimizer on GPU (training/gpu_optim.py),
