@@ -24,14 +24,24 @@ METHODS = ("sft", "rm", "dpo")
 
 @dataclass(frozen=True, kw_only=True)
 class SourceConfig:
-    path: str  # a .json / .jsonl file (optionally .gz)
+    path: str | None = None  # a .json / .jsonl file (optionally .gz)
+    # or (SFT) a dataset version in the catalog under data.root: `name`, `name@id` or an id prefix; its
+    # conversations are tokenized once into a published `<name>.sft-<tokenizer>` version (training/sft_data.py)
+    dataset: str | None = None
     weight: float = 1.0  # share of this source's records drawn per epoch (> 1 repeats them)
     format: str = "auto"  # sft: auto; pairs: llamafactory | hh_rlhf | alpaca_eval | auto
     max_records: int | None = None  # first N records only (after reading, before the held-out split)
 
     def __post_init__(self):
+        if (self.path is None) == (self.dataset is None):
+            raise ConfigError(f"data source {self.path or self.dataset}: give exactly one of `path` (a file) or "
+                              "`dataset` (a catalog dataset version)")
         if self.weight <= 0:
-            raise ConfigError(f"data source {self.path}: weight must be > 0; got {self.weight}")
+            raise ConfigError(f"data source {self.path or self.dataset}: weight must be > 0; got {self.weight}")
+
+    @property
+    def label(self) -> str:
+        return self.path or f"dataset {self.dataset}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +49,13 @@ class PostDataConfig:
     sources: tuple[SourceConfig, ...]
     valid_fraction: float = 0.1  # of each source's records, held out before weighting
     seed: int = 1234  # shuffling and the held-out split
+    root: str | None = None  # data root (catalog) for `dataset` sources
 
     def __post_init__(self):
         if not self.sources:
-            raise ConfigError("data.sources: give at least one {path, weight}")
+            raise ConfigError("data.sources: give at least one {path, weight} or {dataset, weight}")
+        if any(s.dataset for s in self.sources) and not self.root:
+            raise ConfigError("data.root: `dataset` sources are catalog references; set data.root (the data root)")
         if not 0 < self.valid_fraction < 1:
             raise ConfigError(f"data.valid_fraction must be in (0, 1); got {self.valid_fraction}")
 
@@ -124,6 +137,9 @@ class PostTrainConfig:
         if self.adapter_init and (self.method != "sft" or self.init_from):
             raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
                               f"one the adapter names); got method {self.method}, init_from {self.init_from}")
+        if self.method != "sft" and any(s.dataset for s in self.data.sources):
+            raise ConfigError(f"{self.name}: catalog `dataset` sources are read by sft; {self.method} reads pair "
+                              "files (`path`)")
         if self.method == "dpo" and not (self.init_from or (self.dpo and self.dpo.reference)):
             raise ConfigError(f"{self.name}: dpo needs init_from (the SFT checkpoint) or dpo.reference")
 

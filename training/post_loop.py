@@ -56,10 +56,16 @@ def read_records(path: str | Path) -> list[dict]:
 
 
 def data_id(cfg) -> str:
-    """SHA-256 over the source files' bytes, their weights/formats/limits, the split and the template."""
+    """SHA-256 over the source files' bytes (or a catalog source's content-addressed version id), their
+    weights/formats/limits, the split and the template."""
     h = hashlib.sha256()
     for s in cfg.data.sources:
-        h.update(hashlib.sha256(Path(s.path).read_bytes()).digest())
+        if s.dataset:
+            from manifests import Catalog
+
+            h.update(Catalog(cfg.data.root).resolve(s.dataset).version_id.encode())
+        else:
+            h.update(hashlib.sha256(Path(s.path).read_bytes()).digest())
         h.update(json.dumps([s.weight, s.format, s.max_records]).encode())
     h.update(json.dumps([cfg.data.valid_fraction, cfg.data.seed, list(cfg.template.loss_on),
                          cfg.template.max_length, cfg.tokenizer, cfg.seq_length]).encode())
@@ -74,7 +80,7 @@ def split_and_weight(items_per_source: list[list], cfg) -> tuple[list, list]:
         order = rng.permutation(len(items))
         n_valid = max(1, int(round(len(items) * cfg.data.valid_fraction)))
         if len(items) - n_valid < 1:
-            raise ConfigError(f"{src.path}: {len(items)} usable records; too few for a held-out split")
+            raise ConfigError(f"{src.label}: {len(items)} usable records; too few for a held-out split")
         valid += [items[i] for i in order[:n_valid]]
         rest = [items[i] for i in order[n_valid:]]
         want = int(round(len(rest) * src.weight))

@@ -41,11 +41,20 @@ class SFTData:
     tokenizer: object
 
 
-def load_conversations(cfg, tokenizer) -> tuple[list, list, dict]:
+def load_conversations(cfg, tokenizer, *, log=print) -> tuple[list, list, dict]:
     """Tokenized (train, held-out) conversations; records that cannot be used are counted by reason, and a
     source with none usable is an error naming the file."""
     per_source, counters = [], {"records": 0, "no_loss_token": 0, "kto_label_false": 0, "truncated": 0}
     for src in cfg.data.sources:
+        if src.dataset:  # a tokenized SFT version in the catalog (published on first use)
+            from .sft_data import read_sft_version, tokenize_sft_version
+
+            version = tokenize_sft_version(cfg.data.root, src.dataset, tokenizer, cfg.template, log=log)
+            items = read_sft_version(version)[: src.max_records]
+            counters["records"] += len(items)
+            counters.setdefault("versions", []).append(f"{version.name}@{version.version_id}")
+            per_source.append(items)
+            continue
         records = read_records(src.path)[: src.max_records]
         items = []
         for i, rec in enumerate(records):
@@ -69,14 +78,14 @@ def load_conversations(cfg, tokenizer) -> tuple[list, list, dict]:
     return train, valid, counters
 
 
-def prepare(cfg) -> SFTData:
+def prepare(cfg, *, log=print) -> SFTData:
     tokenizer = load_tokenizer(cfg.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
         from manifests.errors import ConfigError
 
         raise ConfigError(f"{cfg.name}: tokenizer vocabulary {tokenizer.vocab_size} > model.vocab_size "
                           f"{cfg.model.vocab_size}")
-    train, valid, counters = load_conversations(cfg, tokenizer)
+    train, valid, counters = load_conversations(cfg, tokenizer, log=log)
     train_packs, c1 = pack(train, cfg.seq_length, pad_id=tokenizer.pad_id)
     valid_packs, _ = pack(valid[: cfg.valid_max], cfg.seq_length, pad_id=tokenizer.pad_id)
     counters.update({f"pack_{k}": v for k, v in c1.items()}, train_packs=len(train_packs),
@@ -108,7 +117,7 @@ def audit(cfg, *, n: int = 1, out=print) -> None:
 
 def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, log=print):
     parallel.setup(cfg.parallel, seed=cfg.seed)
-    data = prepare(cfg)
+    data = prepare(cfg, log=log)
     log(f"[{cfg.name}] {data.counters['pack_conversations']} conversations in {len(data.train)} packs of "
         f"{cfg.seq_length} ({data.counters['pack_cut_to_seq_length']} cut); {len(data.valid)} held-out packs")
     if cfg.adapter_init:  # a task adapter from the recovery adapter, on its frozen (palettized) base
