@@ -111,3 +111,17 @@ def test_catalog_sources_need_a_root_and_sft():
         from_dict({**base, "method": "sft", "data": {"sources": [{"dataset": "a", "path": "b"}], "root": "r"}})
     with pytest.raises(ConfigError, match="read by sft"):
         from_dict({**base, "method": "rm", "data": {"sources": [{"dataset": "a"}], "root": "r"}})
+
+
+def test_single_turn_generator_rows_become_conversations_and_bad_rows_are_counted(tmp_path):
+    rows = [{"prompt": "What is 3*4?", "response": "3*4 = 12. The answer is 12."},
+            {"prompt": "What is 5-2?", "response": ""},  # nothing to train on: dropped as malformed
+            {"prompt": "Summarise: cats sleep a lot.", "response": "Cats sleep much of the day."}]
+    Catalog(str(tmp_path)).write_table("synth-math", pa.Table.from_pylist(rows))
+    version = tokenize_sft_version(tmp_path, "synth-math", ByteTokenizer(), TemplateConfig(), log=quiet)
+    (stats,) = version.manifest.stats
+    assert stats.rows_out == 2 and stats.dropped == {"no_loss_token": 0, "kto_label_false": 0, "malformed": 1}
+    first = read_sft_version(version)[0]
+    text = bytes(first.ids.tolist()).decode()
+    assert text == "<|user|>\nWhat is 3*4?<|end|>\n<|assistant|>\n3*4 = 12. The answer is 12.<|end|>\n"
+    assert bytes(first.ids[first.trainable].tolist()).decode() == "3*4 = 12. The answer is 12.<|end|>\n"
