@@ -136,14 +136,13 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
              stop_after: int | None = None, log=print, extra_manifest: dict | None = None) -> LoopResult:
     """`micro_batch_at(indices)` -> batch; `loss_fn(model, batch)` -> (loss, {name: float});
     `evaluate()` -> held-out figures (logged and written to the manifest)."""
+    from .post_plan import check_post_memory
     from .trainer import TrainResult, _dp_mean, optimizer_step
 
     dp_rank, dp_size = parallel.data_parallel_rank_and_size()
     if cfg.global_batch % (cfg.micro_batch * dp_size):
         raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
                           f"{cfg.micro_batch} x data-parallel size {dp_size}")
-    from .post_plan import check_post_memory
-
     check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
     dev = parallel.device()
