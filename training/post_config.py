@@ -25,8 +25,9 @@ METHODS = ("sft", "rm", "dpo")
 @dataclass(frozen=True, kw_only=True)
 class SourceConfig:
     path: str | None = None  # a .json / .jsonl file (optionally .gz)
-    # or (SFT) a dataset version in the catalog under data.root: `name`, `name@id` or an id prefix; its
-    # conversations are tokenized once into a published `<name>.sft-<tokenizer>` version (training/sft_data.py)
+    # or a dataset version in the catalog under data.root: `name`, `name@id` or an id prefix. SFT: its
+    # conversations are tokenized once into a published `<name>.sft-<tokenizer>` version (training/sft_data.py);
+    # RM / DPO: its rows are pair records (`format` as for files)
     dataset: str | None = None
     weight: float = 1.0  # share of this source's records drawn per epoch (> 1 repeats them)
     format: str = "auto"  # sft: auto; pairs: llamafactory | hh_rlhf | alpaca_eval | auto
@@ -137,9 +138,6 @@ class PostTrainConfig:
         if self.adapter_init and (self.method != "sft" or self.init_from):
             raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
                               f"one the adapter names); got method {self.method}, init_from {self.init_from}")
-        if self.method != "sft" and any(s.dataset for s in self.data.sources):
-            raise ConfigError(f"{self.name}: catalog `dataset` sources are read by sft; {self.method} reads pair "
-                              "files (`path`)")
         if self.method == "dpo" and not (self.init_from or (self.dpo and self.dpo.reference)):
             raise ConfigError(f"{self.name}: dpo needs init_from (the SFT checkpoint) or dpo.reference")
 

@@ -135,14 +135,23 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
     per_source, counters = [], {"records": 0, "ties_dropped": 0, "identical_dropped": 0, "malformed_dropped": 0,
                                  "cut": 0}
     for src in cfg.data.sources:
-        records = read_records(src.path)[: src.max_records]
+        if src.dataset:  # a dataset version in the catalog: its rows are the pair records
+            from manifests import Catalog
+
+            version = Catalog(cfg.data.root).resolve(src.dataset)
+            records = version.read().to_pylist()[: src.max_records]
+            label = f"{version.name}@{version.version_id[:12]}"
+            counters.setdefault("versions", []).append(f"{version.name}@{version.version_id}")
+        else:
+            records = read_records(src.path)[: src.max_records]
+            label = src.path
         items = []
         for i, rec in enumerate(records):
             counters["records"] += 1
-            where = f"{src.path} record {i}"
+            where = f"{label} record {i}"
             try:
                 pair = record_pair(rec, fmt=src.format, where=where, thresholds=thresholds, binary_level=binary,
-                                   source=src.path)
+                                   source=label)
             except RecordError as exc:  # e.g. an hh-rlhf pair whose two dialogues differ before the last turn
                 counters["malformed_dropped"] += 1
                 counters.setdefault("first_malformed", str(exc))
@@ -158,7 +167,7 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
             counters["cut"] += int(c.truncated or r.truncated)
             items.append(PairItem(pair, c, r))
         if not items:
-            raise RecordError(src.path, "-", f"no usable preference pair in {len(records)} records")
+            raise RecordError(label, "-", f"no usable preference pair in {len(records)} records")
         per_source.append(items)
     train, valid = split_and_weight(per_source, cfg)
     return train, valid[: cfg.valid_max], counters

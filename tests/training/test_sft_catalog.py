@@ -1,4 +1,4 @@
-"""SFT data as tokenized dataset versions in the catalog: conversations published as a dataset version are
+"""Post-training data from the catalog. SFT: tokenized dataset versions: conversations published as a dataset version are
 tokenized once into `<name>.sft-<tokenizer>` (token ids + per-token loss mask, manifest written last), reused
 on the next request, and read by `train sft` with weights like any source."""
 
@@ -109,8 +109,6 @@ def test_catalog_sources_need_a_root_and_sft():
         from_dict({**base, "method": "sft", "data": {"sources": [{"dataset": "chat-a"}]}})
     with pytest.raises(ConfigError, match="exactly one of `path`"):
         from_dict({**base, "method": "sft", "data": {"sources": [{"dataset": "a", "path": "b"}], "root": "r"}})
-    with pytest.raises(ConfigError, match="read by sft"):
-        from_dict({**base, "method": "rm", "data": {"sources": [{"dataset": "a"}], "root": "r"}})
 
 
 def test_single_turn_generator_rows_become_conversations_and_bad_rows_are_counted(tmp_path):
@@ -125,3 +123,26 @@ def test_single_turn_generator_rows_become_conversations_and_bad_rows_are_counte
     text = bytes(first.ids.tolist()).decode()
     assert text == "<|user|>\nWhat is 3*4?<|end|>\n<|assistant|>\n3*4 = 12. The answer is 12.<|end|>\n"
     assert bytes(first.ids[first.trainable].tolist()).decode() == "3*4 = 12. The answer is 12.<|end|>\n"
+
+
+def test_pairs_from_a_catalog_version_equal_the_same_pairs_from_the_file(tmp_path):
+    """RM / DPO: a dataset version's rows are pair records, read through its manifest."""
+    from training.post_config import from_dict
+    from training.prefs import load_pairs
+
+    path = REPO / "data/samples/preference/llamafactory/dpo_en_demo.json.gz"
+    records = read_records(path)[:40]
+    version = Catalog(str(tmp_path)).write_table("prefs-demo", pa.Table.from_pylist(records))
+    base = {"name": "p", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256}, "seq_length": 256,
+            "rm": {}}
+    from_file = from_dict({**base, "data": {"sources": [{"path": str(path), "format": "llamafactory",
+                                                         "max_records": 40}]}})
+    from_catalog = from_dict({**base, "data": {"root": str(tmp_path),
+                                               "sources": [{"dataset": "prefs-demo", "format": "llamafactory"}]}})
+    tok = ByteTokenizer()
+    (tf, vf, _), (tc, vc, counters) = load_pairs(from_file, tok), load_pairs(from_catalog, tok)
+    assert counters["versions"] == [f"prefs-demo@{version.version_id}"]
+    for a, b in zip(tf + vf, tc + vc):
+        assert a.chosen.ids.tolist() == b.chosen.ids.tolist() and a.rejected.ids.tolist() == b.rejected.ids.tolist()
+    assert len(tf + vf) == len(tc + vc) == 40
+    assert tc[0].pair.source.startswith("prefs-demo@")
