@@ -12,7 +12,9 @@ palettizers quantize the same linear weights with one LUT per `group_size` outpu
 Rows: 16 = float weights; 4 and 2 = every linear layer at that many bits; 3.6 and 3.0 = our greedy mixed
 allocation (measured sensitivity on training-split calibration batches), and coremltools run with the SAME
 per-layer bits (module_name_configs). Last column: ours with k-means weighted by the calibration batches'
-mean squared input per column (`--weighting activations`), same bits. The embedding is int8 per row (ours) in every quantized row, for both
+mean squared input per column (`--weighting activations`), same bits; and ours with k-means weighted by each
+weight's mean squared per-sample gradient on the same calibration samples (`--weighting gradients`, a diagonal
+Fisher), same bits. The embedding is int8 per row (ours) in every quantized row, for both
 (coremltools' palettizer is given only the linear layers). bpw is over the linear weights, fp16 LUTs counted.
 """
 
@@ -80,8 +82,8 @@ def main() -> int:
     from training import parallel
     from training.export_hf import export_hf
     from training.quantize.evalset import eval_set, mean_loss
-    from training.quantize.palettize import (EMBEDDING, allocate_bits, input_energy, int8_rows, is_palettized,
-                                             layer_bpw, palettize_state, sensitivities)
+    from training.quantize.palettize import (EMBEDDING, allocate_bits, gradient_fisher, input_energy, int8_rows,
+                                             is_palettized, layer_bpw, palettize_state, sensitivities)
     from training.trainer import load_model
 
     work, checkpoint = tiny_checkpoint(args.steps)
@@ -95,6 +97,7 @@ def main() -> int:
     sizes = {k: tuple(state[k].shape) for k in names}
     _, sens = sensitivities(model, state, names, data.calib, bits=2, group_size=gs, seed=0)
     energy = input_energy(model, names, data.calib)  # for the activation-weighted k-means column
+    fisher = gradient_fisher(model, names, data.calib)  # for the gradient-weighted k-means column
 
     plans = {"16": None, "4": {k: 4 for k in names}}
     for target in (3.6, 3.0):
@@ -116,7 +119,7 @@ def main() -> int:
           f"palettized linear layers; group size {gs}; held-out {sum(len(b['tokens']) for b in data.valid)} "
           f"samples x {data.seq_length} tokens; coremltools {coremltools.__version__}")
     print(f"{'target':>6} {'bpw':>6} {'2-bit layers':>12} {'ours loss':>10} {'coremltools':>11} "
-          f"{'ours-float':>10} {'cml-float':>10} {'ours s':>7} {'cml s':>7} {'ours act-w':>10}")
+          f"{'ours-float':>10} {'cml-float':>10} {'ours s':>7} {'cml s':>7} {'ours act-w':>10} {'ours grad-w':>11}")
     base = None
     for label, plan in plans.items():
         if plan is None:
@@ -132,6 +135,8 @@ def main() -> int:
         ours = mean_loss(model, data.valid)
         ckpt.load_state_dict_(model, palettize_state(state, plan, group_size=gs, col_weights=energy).state)
         weighted = mean_loss(model, data.valid)
+        ckpt.load_state_dict_(model, palettize_state(state, plan, group_size=gs, col_weights=fisher).state)
+        grad_weighted = mean_loss(model, data.valid)
         ckpt.load_state_dict_(model, state)
         bpw = sum(layer_bpw(sizes[k], plan[k], gs) * state[k].numel() for k in names) / n_total
 
@@ -148,7 +153,7 @@ def main() -> int:
         theirs = hf_loss(hf, data.valid)
         low = sum(b == 2 for b in plan.values())
         print(f"{label:>6} {bpw:6.3f} {low:>5}/{len(names):<6} {ours:10.4f} {theirs:11.4f} {ours - base:10.4f} "
-              f"{theirs - base:10.4f} {t_ours:7.2f} {t_cml:7.2f} {weighted:10.4f}")
+              f"{theirs - base:10.4f} {t_ours:7.2f} {t_cml:7.2f} {weighted:10.4f} {grad_weighted:11.4f}")
     return 0
 
 

@@ -167,7 +167,7 @@ def _check(messages: list[dict], where: str) -> list[dict]:
 def record_messages(rec: dict, *, where: str) -> tuple[list[dict], list[dict] | None]:
     """(messages, tools) of an SFT record: `messages` (role/content, OpenAI style; a `label: false` record,
     as in KTO data, is refused by the reader), `conversations` (ShareGPT from/value), or a tool-use row
-    (`messages`+`calls`/`response` JSON strings, synth/tools)."""
+    (`messages`+`calls`/`response` JSON strings, synth/tools), or a single-turn row (SINGLE_TURN)."""
     tools = None
     if "calls" in rec and isinstance(rec.get("messages"), str):  # synth tool-use row
         msgs = json.loads(rec["messages"])
@@ -180,4 +180,14 @@ def record_messages(rec: dict, *, where: str) -> tuple[list[dict], list[dict] | 
         return _check([dict(m) for m in rec["messages"]], where), rec.get("tools")
     if isinstance(rec.get("conversations"), list):
         return _check([_sharegpt_turn(t, where) for t in rec["conversations"]], where), None
-    raise record_error(where, f"no `messages` or `conversations` field (keys: {sorted(rec)[:8]})")
+    for user, assistant in SINGLE_TURN:  # the synth generators' single-turn rows
+        if user in rec and assistant in rec:
+            if not isinstance(rec[user], str) or not isinstance(rec[assistant], str) or not rec[assistant]:
+                raise record_error(where, f"`{user}`/`{assistant}` must be non-empty strings")
+            return [{"role": "user", "content": rec[user]}, {"role": "assistant", "content": rec[assistant]}], None
+    raise record_error(where, f"no `messages`, `conversations` or prompt/response fields (keys: {sorted(rec)[:8]})")
+
+
+# (user field, assistant field) of single-turn rows: synth math CoT and long-context QA (prompt, response),
+# summaries (prompt, summary), coding triplets (question, solution), Alpaca-style (instruction, output)
+SINGLE_TURN = (("prompt", "response"), ("prompt", "summary"), ("question", "solution"), ("instruction", "output"))

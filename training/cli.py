@@ -56,6 +56,8 @@ def add_parser(sub) -> None:
     pl.add_argument("--micro-batch", type=int, help="override the config's micro_batch")
     pl.add_argument("--root", help="data root for mixture references (overrides data.root)")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pl.add_argument("--mfu", type=float, default=0.4, help="post-training configs: the MFU the throughput "
+                                                           "projection assumes")
     pl.set_defaults(func=cmd_plan)
 
     for method, text in (("sft", "supervised fine-tuning on conversations (chat template, loss mask, packing)"),
@@ -71,6 +73,8 @@ def add_parser(sub) -> None:
             pt.add_argument("--audit", action="store_true",
                             help="print packed samples with masked spans marked [[...]], then stop")
             pt.add_argument("--audit-packs", type=int, default=1)
+            pt.add_argument("--adapter-init", help="recovery adapter: train only a copy of it (LoRA) on the frozen "
+                                                   "base its manifest names (the palettized model)")
         pt.set_defaults(func=cmd_post, method=method)
 
     md = tsub.add_parser("mdloo", help="MDLOO online RL: n responses per prompt, leave-one-out advantage of a "
@@ -188,8 +192,17 @@ def cmd_prune(args) -> int:
 
 
 def cmd_plan(args) -> int:
+    from .config import read_yaml
     from .memory import parse_bytes, plan_for_config
 
+    if "method" in read_yaml(args.config, {}):  # a post-training config (sft | rm | dpo)
+        from .post_config import load_config
+        from .post_plan import plan_post
+
+        plan = plan_post(load_config(args.config), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+                         micro_batch=args.micro_batch, mfu=args.mfu)
+        print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
+        return 0 if plan.fits else 1
     plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
                            seq_length=args.seq_length, micro_batch=args.micro_batch)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
@@ -237,7 +250,8 @@ def cmd_post(args) -> int:
 
     from .post_config import load_config
 
-    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
+    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from,
+                      adapter_init=getattr(args, "adapter_init", None))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from . import checkpoint as ckpt
 from . import parallel
 from .chat import load_tokenizer
+from .packing import uses_thd
 from .post_loop import build_gpt, data_id, forward, run_loop
 from .prefs import load_pairs, pair_batch, sequence_logps
 
@@ -52,7 +53,8 @@ def _logps(model, items, cfg, pad_id) -> tuple[torch.Tensor, torch.Tensor]:
     out_c, out_r = [], []
     for at in range(0, len(items), cfg.micro_batch):
         chunk = items[at: at + cfg.micro_batch]
-        b = {k: v.to(dev) for k, v in pair_batch(chunk, cfg.seq_length, pad_id).items()}
+        b = {k: v.to(dev) for k, v in pair_batch(chunk, cfg.seq_length, pad_id,
+                                                                  thd=uses_thd(cfg.parallel)).items()}
         lp = sequence_logps(forward(model, b), b["labels"], b["loss_mask"]).cpu()
         out_c.append(lp[: len(chunk)])
         out_r.append(lp[len(chunk):])
@@ -124,7 +126,7 @@ def train_dpo(cfg, *, resume: str | None = None, stop_after: int | None = None, 
 
     def micro_batch_at(indices):
         b = {k: v.to(dev) for k, v in pair_batch([train[i] for i in indices], cfg.seq_length,
-                                                 tokenizer.pad_id).items()}
+                                                 tokenizer.pad_id, thd=uses_thd(cfg.parallel)).items()}
         idx = torch.tensor(indices)
         b.update(ref_c=ref["train"][0][idx].to(dev), ref_r=ref["train"][1][idx].to(dev),
                  len_c=len_c[idx].to(dev), len_r=len_r[idx].to(dev))

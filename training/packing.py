@@ -4,8 +4,10 @@ A pack of length S holds conversations back to back, then padding. For each conv
 inputs are ids[:-1] and targets ids[1:] (n - 1 positions), position ids restart at 0, and the attention
 mask is block-diagonal causal: a token sees earlier tokens of its own conversation only. megatron's
 convention: True = masked out. Padding positions see only themselves (no all-masked softmax rows) and
-carry no loss. On GPU the same boundaries become megatron's PackedSeqParams (cu_seqlens) for TE's
-thd attention; this module gives the explicit mask the local CPU path needs.
+carry no loss. On GPU with Transformer Engine kernels the same boundaries become megatron's
+PackedSeqParams (`cu_seqlens` over the micro-batch flattened to one row, qkv_format "thd"): no S x S mask
+is built and positions restart per segment inside TE's RoPE and attention (`collate(..., thd=True)`,
+`post_loop.forward`). The CPU (local kernels) path gets the explicit mask.
 """
 
 from __future__ import annotations
@@ -96,16 +98,52 @@ def attention_mask(lengths: list[int], seq_length: int) -> torch.Tensor:
     return ~allowed
 
 
-def collate(packs: list[Pack]) -> dict[str, torch.Tensor]:
-    """A micro-batch: tokens/labels/position_ids [B,S], loss_mask [B,S], attention_mask [B,1,S,S]."""
+def collate(packs: list[Pack], *, thd: bool = False) -> dict[str, torch.Tensor]:
+    """A micro-batch: tokens/labels/position_ids [B,S], loss_mask [B,S], and either attention_mask
+    [B,1,S,S] (the explicit block-diagonal mask, local kernels) or, with `thd`, cu_seqlens [n+1] int32
+    (the boundaries of the micro-batch flattened to one row, for megatron's PackedSeqParams; no S x S
+    mask is built)."""
     seq = len(packs[0].tokens)
-    return {
+    batch = {
         "tokens": torch.from_numpy(np.stack([p.tokens for p in packs])),
         "labels": torch.from_numpy(np.stack([p.labels for p in packs])),
         "loss_mask": torch.from_numpy(np.stack([p.loss_mask for p in packs])),
         "position_ids": torch.from_numpy(np.stack([p.position_ids for p in packs])),
-        "attention_mask": torch.stack([attention_mask(p.lengths, seq) for p in packs]).unsqueeze(1),
     }
+    if thd:
+        batch["cu_seqlens"] = cu_seqlens(packs)
+    else:
+        batch["attention_mask"] = torch.stack([attention_mask(p.lengths, seq) for p in packs]).unsqueeze(1)
+    return batch
+
+
+def uses_thd(parallel_cfg) -> bool:
+    """The GPU route: Transformer Engine's fused attention takes packed sequences as THD + cu_seqlens
+    (megatron-core's local attention takes only an explicit mask, so CPU runs keep the mask)."""
+    return parallel_cfg.kernels == "transformer_engine" and torch.cuda.is_available()
+
+
+def cu_seqlens(packs: list[Pack]) -> torch.Tensor:
+    """Cumulative sequence boundaries of the packs laid end to end in one row of B·S positions: every
+    conversation is a segment, and each pack's padding tail is a segment of its own (it attends only
+    within itself and carries no loss)."""
+    bounds = [0]
+    for p in packs:
+        start = bounds[-1]
+        for n in p.lengths:
+            bounds.append(bounds[-1] + n)
+        if bounds[-1] < start + len(p.tokens):
+            bounds.append(start + len(p.tokens))
+    return torch.tensor(bounds, dtype=torch.int32)
+
+
+def packed_seq_params(cu: torch.Tensor):
+    """megatron-core's PackedSeqParams (qkv_format "thd") for `cu_seqlens` (on the model's device)."""
+    from megatron.core.packed_seq_params import PackedSeqParams
+
+    longest = int((cu[1:] - cu[:-1]).max())
+    return PackedSeqParams(qkv_format="thd", cu_seqlens_q=cu, cu_seqlens_kv=cu, max_seqlen_q=longest,
+                           max_seqlen_kv=longest)
 
 
 def describe(pack_: Pack, decode) -> str:

@@ -24,14 +24,25 @@ METHODS = ("sft", "rm", "dpo", "mdloo")  # mdloo: its own section, training/mdlo
 
 @dataclass(frozen=True, kw_only=True)
 class SourceConfig:
-    path: str  # a .json / .jsonl file (optionally .gz)
+    path: str | None = None  # a .json / .jsonl file (optionally .gz)
+    # or a dataset version in the catalog under data.root: `name`, `name@id` or an id prefix. SFT: its
+    # conversations are tokenized once into a published `<name>.sft-<tokenizer>` version (training/sft_data.py);
+    # RM / DPO: its rows are pair records (`format` as for files)
+    dataset: str | None = None
     weight: float = 1.0  # share of this source's records drawn per epoch (> 1 repeats them)
     format: str = "auto"  # sft: auto; pairs: llamafactory | hh_rlhf | alpaca_eval | auto
     max_records: int | None = None  # first N records only (after reading, before the held-out split)
 
     def __post_init__(self):
+        if (self.path is None) == (self.dataset is None):
+            raise ConfigError(f"data source {self.path or self.dataset}: give exactly one of `path` (a file) or "
+                              "`dataset` (a catalog dataset version)")
         if self.weight <= 0:
-            raise ConfigError(f"data source {self.path}: weight must be > 0; got {self.weight}")
+            raise ConfigError(f"data source {self.path or self.dataset}: weight must be > 0; got {self.weight}")
+
+    @property
+    def label(self) -> str:
+        return self.path or f"dataset {self.dataset}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +50,13 @@ class PostDataConfig:
     sources: tuple[SourceConfig, ...]
     valid_fraction: float = 0.1  # of each source's records, held out before weighting
     seed: int = 1234  # shuffling and the held-out split
+    root: str | None = None  # data root (catalog) for `dataset` sources
 
     def __post_init__(self):
         if not self.sources:
-            raise ConfigError("data.sources: give at least one {path, weight}")
+            raise ConfigError("data.sources: give at least one {path, weight} or {dataset, weight}")
+        if any(s.dataset for s in self.sources) and not self.root:
+            raise ConfigError("data.root: `dataset` sources are catalog references; set data.root (the data root)")
         if not 0 < self.valid_fraction < 1:
             raise ConfigError(f"data.valid_fraction must be in (0, 1); got {self.valid_fraction}")
 
@@ -71,8 +85,13 @@ class RMConfig:
     grading_weight: float = 0.1  # lambda on the grading heads' cross-entropy
     grading_heads: tuple[tuple[str, int], ...] = ()  # (property, number of grade classes)
     head_hidden: int = 0  # grading MLP width; 0 = the model's hidden size
+    # where the scalar and grading heads read the final hidden state: "last" = the last non-pad token (the
+    # issue's default); "mean" = the mean over the response's tokens (steadier for small models)
+    pooling: str = "last"
 
     def __post_init__(self):
+        if self.pooling not in ("last", "mean"):
+            raise ConfigError(f"rm.pooling must be 'last' or 'mean'; got {self.pooling!r}")
         if not all(0.5 <= p <= 1 for p in self.level_probs):
             raise ConfigError(f"rm.level_probs must lie in [0.5, 1]; got {self.level_probs}")
         if len(self.strength_thresholds) != len(self.level_probs) - 1:
@@ -100,6 +119,9 @@ class PostTrainConfig:
     steps: int = 20
     seed: int = 1234
     init_from: str | None = None  # SFT: a pretrained checkpoint; RM/DPO: the SFT checkpoint
+    # SFT only: train a task adapter (LoRA only) on the frozen base named by this adapter's manifest (the
+    # palettized model), starting from a copy of this adapter (the accuracy-recovery adapter)
+    adapter_init: str | None = None
     out_dir: str = "out/post"
     save_every: int = 0
     log_every: int = 10
@@ -113,6 +135,9 @@ class PostTrainConfig:
                               f"micro_batch ({self.micro_batch})")
         if self.steps <= 0 or self.seq_length < 2:
             raise ConfigError(f"{self.name}: steps must be > 0 and seq_length >= 2")
+        if self.adapter_init and (self.method != "sft" or self.init_from):
+            raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
+                              f"one the adapter names); got method {self.method}, init_from {self.init_from}")
         if self.method == "dpo" and not (self.init_from or (self.dpo and self.dpo.reference)):
             raise ConfigError(f"{self.name}: dpo needs init_from (the SFT checkpoint) or dpo.reference")
 

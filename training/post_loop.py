@@ -8,6 +8,7 @@ skip-and-clip and checkpoint format are the pretraining trainer's.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -55,10 +56,16 @@ def read_records(path: str | Path) -> list[dict]:
 
 
 def data_id(cfg) -> str:
-    """SHA-256 over the source files' bytes, their weights/formats/limits, the split and the template."""
+    """SHA-256 over the source files' bytes (or a catalog source's content-addressed version id), their
+    weights/formats/limits, the split and the template."""
     h = hashlib.sha256()
     for s in cfg.data.sources:
-        h.update(hashlib.sha256(Path(s.path).read_bytes()).digest())
+        if s.dataset:
+            from manifests import Catalog
+
+            h.update(Catalog(cfg.data.root).resolve(s.dataset).version_id.encode())
+        else:
+            h.update(hashlib.sha256(Path(s.path).read_bytes()).digest())
         h.update(json.dumps([s.weight, s.format, s.max_records]).encode())
     h.update(json.dumps([cfg.data.valid_fraction, cfg.data.seed, list(cfg.template.loss_on),
                          cfg.template.max_length, cfg.tokenizer, cfg.seq_length]).encode())
@@ -73,7 +80,7 @@ def split_and_weight(items_per_source: list[list], cfg) -> tuple[list, list]:
         order = rng.permutation(len(items))
         n_valid = max(1, int(round(len(items) * cfg.data.valid_fraction)))
         if len(items) - n_valid < 1:
-            raise ConfigError(f"{src.path}: {len(items)} usable records; too few for a held-out split")
+            raise ConfigError(f"{src.label}: {len(items)} usable records; too few for a held-out split")
         valid += [items[i] for i in order[:n_valid]]
         rest = [items[i] for i in order[n_valid:]]
         want = int(round(len(rest) * src.weight))
@@ -83,7 +90,16 @@ def split_and_weight(items_per_source: list[list], cfg) -> tuple[list, list]:
 
 
 def forward(model, batch: dict) -> torch.Tensor:
-    """Logits [B,S,V] with the batch's explicit (block-diagonal causal) mask and position ids."""
+    """Logits [B,S,V]: with the batch's explicit (block-diagonal causal) mask and position ids, or, for a
+    THD batch (`cu_seqlens`, GPU + Transformer Engine), the micro-batch flattened to one row [1, B·S] with
+    megatron's PackedSeqParams, then reshaped back."""
+    if "cu_seqlens" in batch:
+        from .packing import packed_seq_params
+
+        b, s = batch["tokens"].shape
+        logits = model(batch["tokens"].reshape(1, b * s), batch["position_ids"].reshape(1, b * s), None,
+                       packed_seq_params=packed_seq_params(batch["cu_seqlens"]))
+        return logits.reshape(b, s, -1)
     return model(batch["tokens"], batch["position_ids"], batch["attention_mask"])
 
 
@@ -91,7 +107,9 @@ def build_gpt(cfg, *, init_from: str | None = None):
     from .model import build_model
 
     model = build_model(cfg.model, seq_length=cfg.seq_length, rotary_base=cfg.rotary_base,
-                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute)
+                        kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute,
+                        bf16=parallel.device().type == "cuda" and cfg.parallel.precision == "bf16",
+                        deterministic=cfg.parallel.deterministic)
     if init_from:
         info = ckpt.open_checkpoint(init_from)
         if info.manifest.get("model_shape", {}).get("hidden_size") not in (None, cfg.model.hidden_size):
@@ -109,6 +127,8 @@ class LoopResult:
     evals: list[tuple[int, dict]] = field(default_factory=list)
     skipped_steps: int = 0
     seconds: float = 0.0
+    grad_norms: list[float] = field(default_factory=list)  # global gradient norm before clipping, per step
+    adapter: Path | None = None  # SFT with adapter_init: the task adapter's directory
 
 
 def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], dict],
@@ -116,15 +136,25 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
              stop_after: int | None = None, log=print, extra_manifest: dict | None = None) -> LoopResult:
     """`micro_batch_at(indices)` -> batch; `loss_fn(model, batch)` -> (loss, {name: float});
     `evaluate()` -> held-out figures (logged and written to the manifest)."""
-    from .trainer import TrainResult, optimizer_step
+    from .post_plan import check_post_memory
+    from .trainer import TrainResult, _dp_mean, optimizer_step
 
-    import torch.distributed as dist
-
-    if dist.is_initialized() and dist.get_world_size() > cfg.parallel.tensor_parallel:
-        raise ConfigError(f"{cfg.name}: the post-training loop has no data parallelism yet; run with as many "
-                          f"ranks as parallel.tensor_parallel ({cfg.parallel.tensor_parallel})")
+    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
+    if cfg.global_batch % (cfg.micro_batch * dp_size):
+        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
+                          f"{cfg.micro_batch} x data-parallel size {dp_size}")
+    check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
-    optimizer = build_optimizer(model, cfg.optim)
+    dev = parallel.device()
+    # as the pretraining trainer: megatron's bf16 / DDP / distributed optimizer on GPU (training/gpu_optim.py),
+    # else the model itself (torch DDP over the data-parallel group when there is more than one rank)
+    megatron_path = dev.type == "cuda" and (cfg.parallel.precision == "bf16" or cfg.parallel.distributed_optimizer)
+    if megatron_path:
+        from .gpu_optim import wrap_for_gpu
+
+        train_model, optimizer = wrap_for_gpu(model, cfg)
+    else:
+        train_model, optimizer = model, build_optimizer(model, cfg.optim)
     schedule = cfg.optim.schedule(cfg.steps)
     run_dir = Path(cfg.out_dir)
     result = LoopResult(run_dir=run_dir)
@@ -140,7 +170,17 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
         start = info.step
         result.skipped_steps = int(info.manifest.get("skipped_steps", 0))
         log(f"[{cfg.name}] resumed from {info.directory} at step {start}")
-    n_micro = cfg.global_batch // cfg.micro_batch
+    if dp_size > 1 and not megatron_path:
+        from megatron.core import parallel_state
+
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[dev.index] if dev.type == "cuda" else None,
+            process_group=parallel_state.get_data_parallel_group(),
+            find_unused_parameters=bool(getattr(model, "grading", None)))  # a batch may carry no grade
+    # a micro-batch of `micro_batch` items per rank; step k's global batch is items
+    # [k·G, (k+1)·G) and rank r takes the r-th slice of each micro_batch·dp block, so with any dp the
+    # micro-batches (and hence the mean of their losses, the gradient) are those of one rank
+    n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
     end = min(cfg.steps, stop_after) if stop_after else cfg.steps
     tracker = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=cfg.steps, skipped_steps=result.skipped_steps)
     t0 = time.perf_counter()
@@ -150,15 +190,22 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
         optimizer.zero_grad(set_to_none=True)
         loss_sum, sums = 0.0, {}
         for micro in range(n_micro):
-            first = step * cfg.global_batch + micro * cfg.micro_batch
+            first = step * cfg.global_batch + (micro * dp_size + dp_rank) * cfg.micro_batch
             batch = micro_batch_at([(first + j) % n_items for j in range(cfg.micro_batch)])
-            loss, figures = loss_fn(model, batch)
-            (loss / n_micro).backward()
+            sync = contextlib.nullcontext() if (dp_size == 1 or megatron_path or micro == n_micro - 1) \
+                else train_model.no_sync()
+            with sync:
+                loss, figures = loss_fn(train_model, batch)
+                (loss / n_micro).backward()
             loss_sum += float(loss.detach()) / n_micro
             for k, v in figures.items():
                 sums[k] = sums.get(k, 0.0) + v / n_micro
         if not optimizer_step(model, optimizer, cfg.optim, tracker):
             log(f"[{cfg.name}] step {step + 1}: gradient norm >= drop_norm; step skipped")
+        if dp_size > 1:  # the global batch's figures, not this rank's share
+            names = sorted(sums)
+            loss_sum, *rest = _dp_mean([loss_sum] + [sums[k] for k in names], dev)
+            sums = dict(zip(names, rest))
         result.losses.append(loss_sum)
         result.metrics.append(sums)
         done = step + 1
@@ -168,6 +215,7 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
         if cfg.save_every and done % cfg.save_every == 0 and done != end:
             _save(cfg, model, optimizer, done, result, tracker, data, extra_manifest)
     result.skipped_steps = tracker.skipped_steps
+    result.grad_norms = list(tracker.grad_norms)
     result.seconds = time.perf_counter() - t0
     figures = evaluate()
     result.evals.append((end, figures))

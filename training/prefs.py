@@ -132,15 +132,30 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
     rm = cfg.rm
     thresholds = rm.strength_thresholds if rm else (0.9, 0.6, 0.3)
     binary = rm.binary_level if rm else 1
-    per_source, counters = [], {"records": 0, "ties_dropped": 0, "identical_dropped": 0, "cut": 0}
+    per_source, counters = [], {"records": 0, "ties_dropped": 0, "identical_dropped": 0, "malformed_dropped": 0,
+                                 "cut": 0}
     for src in cfg.data.sources:
-        records = read_records(src.path)[: src.max_records]
+        if src.dataset:  # a dataset version in the catalog: its rows are the pair records
+            from manifests import Catalog
+
+            version = Catalog(cfg.data.root).resolve(src.dataset)
+            records = version.read().to_pylist()[: src.max_records]
+            label = f"{version.name}@{version.version_id[:12]}"
+            counters.setdefault("versions", []).append(f"{version.name}@{version.version_id}")
+        else:
+            records = read_records(src.path)[: src.max_records]
+            label = src.path
         items = []
         for i, rec in enumerate(records):
             counters["records"] += 1
-            where = f"{src.path} record {i}"
-            pair = record_pair(rec, fmt=src.format, where=where, thresholds=thresholds, binary_level=binary,
-                               source=src.path)
+            where = f"{label} record {i}"
+            try:
+                pair = record_pair(rec, fmt=src.format, where=where, thresholds=thresholds, binary_level=binary,
+                                   source=label)
+            except RecordError as exc:  # e.g. an hh-rlhf pair whose two dialogues differ before the last turn
+                counters["malformed_dropped"] += 1
+                counters.setdefault("first_malformed", str(exc))
+                continue
             if pair is None:
                 counters["ties_dropped"] += 1
                 continue
@@ -152,19 +167,19 @@ def load_pairs(cfg, tokenizer) -> tuple[list[PairItem], list[PairItem], dict]:
             counters["cut"] += int(c.truncated or r.truncated)
             items.append(PairItem(pair, c, r))
         if not items:
-            raise RecordError(src.path, "-", f"no usable preference pair in {len(records)} records")
+            raise RecordError(label, "-", f"no usable preference pair in {len(records)} records")
         per_source.append(items)
     train, valid = split_and_weight(per_source, cfg)
     return train, valid[: cfg.valid_max], counters
 
 
-def pair_batch(items: list[PairItem], seq_length: int, pad_id: int) -> dict[str, torch.Tensor]:
+def pair_batch(items: list[PairItem], seq_length: int, pad_id: int, *, thd: bool = False) -> dict[str, torch.Tensor]:
     """Rows 0..n-1 the chosen responses, n..2n-1 the rejected ones; one sequence per row, padded."""
     from .packing import _assemble, collate
 
     packs = [_assemble([(0, it.chosen.ids, it.chosen.trainable)], seq_length, pad_id) for it in items]
     packs += [_assemble([(0, it.rejected.ids, it.rejected.trainable)], seq_length, pad_id) for it in items]
-    batch = collate(packs)
+    batch = collate(packs, thd=thd)
     batch["last_index"] = torch.tensor([sum(p.lengths) - 1 for p in packs])  # last real position per row
     batch["level"] = torch.tensor([it.pair.level for it in items])
     return batch

@@ -10,12 +10,15 @@ Grading heads: one MLP classifier per graded property on the same final hidden s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
 from . import parallel
 from .chat import load_tokenizer
-from .post_loop import build_gpt, data_id, run_loop
+from .packing import uses_thd
+from .post_loop import build_gpt, data_id, forward, run_loop
 from .pref_eval import format_report, pairwise_report
 from .prefs import load_pairs, pair_batch
 
@@ -26,9 +29,11 @@ def soft_bt_loss(delta: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 class RewardModel(torch.nn.Module):
-    def __init__(self, gpt, *, hidden: int, grading_heads=(), head_hidden: int = 0):
+    def __init__(self, gpt, *, hidden: int, grading_heads=(), head_hidden: int = 0, pooling: str = "last"):
         super().__init__()
         self.gpt = gpt
+        self.config = gpt.config  # what megatron's Float16Module / DDP read on the GPU path
+        self.pooling = pooling
         self.score = torch.nn.Linear(hidden, 1)
         torch.nn.init.zeros_(self.score.weight)  # Δ = 0 at the start: every pair at σ = 0.5
         torch.nn.init.zeros_(self.score.bias)
@@ -43,12 +48,31 @@ class RewardModel(torch.nn.Module):
         self._hidden = output[0] if isinstance(output, tuple) else output  # [S, B, H], after the final norm
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """rewards [B] and grade logits {property: [B, classes]} at each row's last real token."""
-        self.gpt(batch["tokens"], batch["position_ids"], batch["attention_mask"])
-        h = self._hidden.transpose(0, 1)  # [B, S, H]
-        last = h[torch.arange(h.shape[0], device=h.device), batch["last_index"]]
+        """rewards [B] and grade logits {property: [B, classes]} from each row's pooled final hidden state:
+        its last real token, or the mean over its response tokens (`loss_mask`, shifted: position t holds
+        the state after input t, whose target t+1 is a response token)."""
+        b, s = batch["tokens"].shape
+        forward(self.gpt, batch)  # explicit mask, or THD rows flattened to [1, B·S] on the TE path
+        h = self._hidden.transpose(0, 1).reshape(b, s, -1).float()  # [B, S, H]
         self._hidden = None
-        return self.score(last).squeeze(-1), {name: head(last) for name, head in self.grading.items()}
+        if self.pooling == "mean":
+            w = batch["loss_mask"].to(h.dtype)  # [B, S]
+            pooled = (h * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp_min(1.0)
+        else:
+            pooled = h[torch.arange(b, device=h.device), batch["last_index"]]
+        pooled = pooled.to(self.score.weight.dtype)  # bf16 heads under megatron's Float16Module
+        return self.score(pooled).squeeze(-1).float(), {n: head(pooled).float() for n, head in self.grading.items()}
+
+    def sharded_state_dict(self, prefix: str = "", sharded_offsets=(), metadata=None):
+        """For megatron's dist_checkpointing (GPU checkpoints): the GPT's own sharded state under `gpt.`,
+        the heads (small, replicated on every tensor-parallel rank) as replicated sharded tensors."""
+        from megatron.core.transformer.utils import make_sharded_tensors_for_checkpoint
+
+        out = self.gpt.sharded_state_dict(prefix=f"{prefix}gpt.", sharded_offsets=sharded_offsets,
+                                          metadata=metadata)
+        heads = {k: v for k, v in self.state_dict(keep_vars=True).items() if not k.startswith("gpt.")}
+        out.update(make_sharded_tensors_for_checkpoint(heads, prefix, {}, sharded_offsets))
+        return out
 
 
 def grade_targets(items, heads) -> dict[str, torch.Tensor]:
@@ -87,12 +111,13 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     log(f"[{cfg.name}] {len(train)} training pairs by level {levels}, {len(valid)} held-out ({counters})")
     gpt = build_gpt(cfg, init_from=cfg.init_from)
     model = RewardModel(gpt, hidden=cfg.model.hidden_size, grading_heads=rmc.grading_heads,
-                        head_hidden=rmc.head_hidden).to(parallel.device())
+                        head_hidden=rmc.head_hidden, pooling=rmc.pooling).to(parallel.device())
     probs = torch.tensor(rmc.level_probs)
     dev = parallel.device()
 
     def batch_of(items):
-        b = {k: v.to(dev) for k, v in pair_batch(items, cfg.seq_length, tokenizer.pad_id).items()}
+        b = {k: v.to(dev) for k, v in pair_batch(items, cfg.seq_length, tokenizer.pad_id,
+                                                                  thd=uses_thd(cfg.parallel)).items()}
         b["grades"] = {k: v.to(dev) for k, v in grade_targets(items, rmc.grading_heads).items()}
         return b
 
@@ -109,7 +134,13 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
             losses.append(float(loss) * len(delta))
         model.train()
         report = pairwise_report(deltas, lv, rmc.level_probs)
+        by_source = {}
+        for it, d in zip(valid, deltas):
+            name = Path(it.pair.source).name
+            by_source.setdefault(name, []).append(1.0 if d > 0 else 0.5 if d == 0 else 0.0)
         return {"loss": sum(losses) / max(len(deltas), 1), "accuracy": report["accuracy"],
+                "accuracy_ci95": [round(x, 4) for x in report["accuracy_ci95"]],
+                "accuracy_by_source": {k: [round(sum(v) / len(v), 4), len(v)] for k, v in by_source.items()},
                 "ece_by_level": {k: round(v["ece"], 4) for k, v in report["levels"].items()},
                 "accuracy_by_level": {k: round(v["accuracy"], 4) for k, v in report["levels"].items()},
                 "report": format_report(report)}
@@ -141,7 +172,7 @@ def load_reward_model(checkpoint: str):
     cfg = from_dict(raw, where=str(info.directory))
     parallel.setup(cfg.parallel, seed=cfg.seed)
     model = RewardModel(build_gpt(cfg), hidden=cfg.model.hidden_size, grading_heads=cfg.rm.grading_heads,
-                        head_hidden=cfg.rm.head_hidden).to(parallel.device())
+                        head_hidden=cfg.rm.head_hidden, pooling=cfg.rm.pooling).to(parallel.device())
     ckpt.load_weights(info, model)
     model.eval()
     return model, cfg
@@ -165,7 +196,8 @@ def preference_eval(checkpoint: str, path: str, *, fmt: str = "auto", max_record
     deltas, levels = [], []
     for at in range(0, len(items), micro_batch):
         chunk = items[at: at + micro_batch]
-        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id).items()}
+        b = {k: v.to(parallel.device()) for k, v in pair_batch(chunk, cfg.seq_length, tokenizer.pad_id,
+                                                                                thd=uses_thd(cfg.parallel)).items()}
         r, _ = model(b)
         deltas += (r[: len(chunk)] - r[len(chunk):]).tolist()
         levels += b["level"].tolist()

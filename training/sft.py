@@ -9,6 +9,7 @@ tokenized, and a micro-batch whose mask is all zero is refused here, so a silent
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -17,7 +18,7 @@ from manifests.errors import RecordError
 from . import parallel
 from .chat import load_tokenizer, record_messages, tokenize
 from .losses import cross_entropies
-from .packing import collate, describe, pack
+from .packing import collate, describe, pack, uses_thd
 from .post_loop import build_gpt, data_id, forward, read_records, run_loop, split_and_weight
 
 
@@ -40,11 +41,20 @@ class SFTData:
     tokenizer: object
 
 
-def load_conversations(cfg, tokenizer) -> tuple[list, list, dict]:
+def load_conversations(cfg, tokenizer, *, log=print) -> tuple[list, list, dict]:
     """Tokenized (train, held-out) conversations; records that cannot be used are counted by reason, and a
     source with none usable is an error naming the file."""
     per_source, counters = [], {"records": 0, "no_loss_token": 0, "kto_label_false": 0, "truncated": 0}
     for src in cfg.data.sources:
+        if src.dataset:  # a tokenized SFT version in the catalog (published on first use)
+            from .sft_data import read_sft_version, tokenize_sft_version
+
+            version = tokenize_sft_version(cfg.data.root, src.dataset, tokenizer, cfg.template, log=log)
+            items = read_sft_version(version)[: src.max_records]
+            counters["records"] += len(items)
+            counters.setdefault("versions", []).append(f"{version.name}@{version.version_id}")
+            per_source.append(items)
+            continue
         records = read_records(src.path)[: src.max_records]
         items = []
         for i, rec in enumerate(records):
@@ -68,14 +78,14 @@ def load_conversations(cfg, tokenizer) -> tuple[list, list, dict]:
     return train, valid, counters
 
 
-def prepare(cfg) -> SFTData:
+def prepare(cfg, *, log=print) -> SFTData:
     tokenizer = load_tokenizer(cfg.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
         from manifests.errors import ConfigError
 
         raise ConfigError(f"{cfg.name}: tokenizer vocabulary {tokenizer.vocab_size} > model.vocab_size "
                           f"{cfg.model.vocab_size}")
-    train, valid, counters = load_conversations(cfg, tokenizer)
+    train, valid, counters = load_conversations(cfg, tokenizer, log=log)
     train_packs, c1 = pack(train, cfg.seq_length, pad_id=tokenizer.pad_id)
     valid_packs, _ = pack(valid[: cfg.valid_max], cfg.seq_length, pad_id=tokenizer.pad_id)
     counters.update({f"pack_{k}": v for k, v in c1.items()}, train_packs=len(train_packs),
@@ -84,11 +94,12 @@ def prepare(cfg) -> SFTData:
 
 
 @torch.no_grad()
-def evaluate(model, packs, micro_batch: int) -> dict:
+def evaluate(model, packs, micro_batch: int, *, thd: bool = False) -> dict:
     model.eval()
     total = count = 0.0
+    dev = parallel.device()
     for at in range(0, len(packs), micro_batch):
-        batch = collate(packs[at: at + micro_batch])
+        batch = {k: v.to(dev) for k, v in collate(packs[at: at + micro_batch], thd=thd).items()}
         (ce,) = cross_entropies(forward(model, batch), [batch["labels"]])
         total += float((ce * batch["loss_mask"]).sum())
         count += float(batch["loss_mask"].sum())
@@ -106,23 +117,38 @@ def audit(cfg, *, n: int = 1, out=print) -> None:
 
 def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, log=print):
     parallel.setup(cfg.parallel, seed=cfg.seed)
-    data = prepare(cfg)
+    data = prepare(cfg, log=log)
     log(f"[{cfg.name}] {data.counters['pack_conversations']} conversations in {len(data.train)} packs of "
         f"{cfg.seq_length} ({data.counters['pack_cut_to_seq_length']} cut); {len(data.valid)} held-out packs")
-    model = build_gpt(cfg, init_from=cfg.init_from)
+    if cfg.adapter_init:  # a task adapter from the recovery adapter, on its frozen (palettized) base
+        from .adapters.feature import feature_model
+
+        model, base = feature_model(cfg.adapter_init, seq_length=cfg.seq_length, model_shape=cfg.model)
+        log(f"[{cfg.name}] LoRA-only training from adapter {cfg.adapter_init} on the frozen base {base}")
+    else:
+        model = build_gpt(cfg, init_from=cfg.init_from)
     dev = parallel.device()
-    start = evaluate(model, data.valid, cfg.micro_batch)
+    thd = uses_thd(cfg.parallel)
+    start = evaluate(model, data.valid, cfg.micro_batch, thd=thd)
 
     def micro_batch_at(indices):
-        return {k: v.to(dev) for k, v in collate([data.train[i] for i in indices]).items()}
+        return {k: v.to(dev) for k, v in collate([data.train[i] for i in indices], thd=thd).items()}
 
     def loss_fn(m, batch):
         return sft_loss(forward(m, batch), batch["labels"], batch["loss_mask"]), {}
 
     result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
-                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch), data=data.data_id,
+                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
                       resume=resume, stop_after=stop_after, log=log,
                       extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
                                       "held_out_start": start, "data_counters": data.counters})
     result.evals.insert(0, (0, start))
+    if cfg.adapter_init:
+        from .adapters.feature import save_feature_adapter
+
+        result.adapter = save_feature_adapter(
+            model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
+            extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
+                   "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
+        log(f"[{cfg.name}] task adapter written to {result.adapter}")
     return result

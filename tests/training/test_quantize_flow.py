@@ -64,3 +64,7 @@ def test_demo_palettizes_and_trains_recovery_adapter(tmp_path):
     adapter = tmp_path / ".runs" / "demo-palettized" / "adapters" / "recovery-r16"
     assert json.loads((adapter / "adapter.json").read_text())["rank"] == 16
     assert (tmp_path / ".runs" / "demo-palettized" / "manifest.json").exists()
+    before, after = result["task"]  # the task adapter from the recovery adapter learns the SFT data
+    assert after < before
+    task = json.loads((tmp_path / ".runs" / "demo-palettized" / "task-sft" / "adapter" / "adapter.json").read_text())
+    assert task["rank"] == 16 and task["initialised_from"].endswith("recovery-r16")

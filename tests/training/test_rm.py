@@ -14,7 +14,7 @@ from training.reward import rm_loss, soft_bt_loss
 from .test_sft import REPO
 
 ALPACA = str(REPO / "data/samples/preference/alpaca_eval/fusechat_weighted.json.gz")
-HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test_first800.jsonl.gz")
+HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test.jsonl.gz")
 
 
 def _sig(x):
@@ -137,3 +137,58 @@ def test_rm_resumes_exactly(tmp_path):
 
     rep = preference_eval(str(resumed.checkpoint), HH, fmt="hh_rlhf", max_records=12)
     assert rep["pairs"] == 12 and set(rep["levels"]) == {1} and "ECE" in rep["table"]
+
+
+def test_reward_model_sharded_state_dict_covers_every_weight():
+    """What megatron's dist_checkpointing saves on GPU: every tensor of the RM (GPT + heads) once, by key."""
+    from megatron.core.dist_checkpointing.mapping import ShardedTensor
+
+    from training import parallel
+    from training.model import build_model, get_shape
+    from training.reward import RewardModel
+
+    parallel.setup(parallel.ParallelConfig(), seed=3)
+    gpt = build_model(get_shape("tiny", vocab_size=256), seq_length=64)
+    rm = RewardModel(gpt, hidden=64, grading_heads=(("truthful", 3),))
+    sharded = rm.sharded_state_dict()
+    plain = {k: v for k, v in rm.state_dict().items() if isinstance(v, torch.Tensor)}
+    tensors = {k: v for k, v in sharded.items() if isinstance(v, ShardedTensor)}
+    assert set(plain) <= set(sharded)
+    for k in ("score.weight", "score.bias", "grading.truthful.0.weight", "gpt.decoder.final_layernorm.weight"):
+        assert k in tensors and tensors[k].data.data_ptr() == plain[k].data_ptr()
+    # no two tensors in one place of the checkpoint (decoder layers share a key, at different layer offsets)
+    assert len({(t.key, t.global_offset) for t in tensors.values()}) == len(tensors)
+
+
+def test_wilson_interval_against_a_hand_computation():
+    from training.pref_eval import wilson_interval
+
+    lo, hi = wilson_interval(50, 100)  # p = 0.5, n = 100: centre 0.5
+    z = 1.959964
+    half = z * math.sqrt(0.25 / 100 + z * z / (4 * 100 ** 2)) / (1 + z * z / 100)
+    assert abs(lo - (0.5 - half)) < 1e-12 and abs(hi - (0.5 + half)) < 1e-12
+    assert abs(lo - 0.4038) < 1e-4
+    assert pairwise_report([1.0] * 9 + [-1.0], [0] * 10, [0.95])["accuracy_ci95"] == wilson_interval(9, 10)
+
+
+@pytest.mark.parametrize("pooling", ["last", "mean"])
+def test_reward_does_not_depend_on_padding(pooling):
+    from training import parallel
+    from training.chat import ByteTokenizer
+    from training.model import build_model, get_shape
+    from training.prefs import Pair, PairItem, pair_batch, tokenize_response
+    from training.reward import RewardModel
+
+    parallel.setup(parallel.ParallelConfig(), seed=4)
+    rm = RewardModel(build_model(get_shape("tiny", vocab_size=256), seq_length=160), hidden=64, pooling=pooling)
+    torch.nn.init.normal_(rm.score.weight)
+    rm.eval()
+    prompt = [{"role": "user", "content": "Is the sky blue?"}]
+    tok = ByteTokenizer()
+    item = PairItem(Pair(prompt, "Yes, on a clear day.", "No.", 1),
+                    tokenize_response(prompt, "Yes, on a clear day.", tok, budget=129),
+                    tokenize_response(prompt, "No.", tok, budget=129))
+    with torch.no_grad():
+        short, _ = rm(pair_batch([item], 96, 0))
+        long, _ = rm(pair_batch([item], 160, 0))
+    assert torch.allclose(short, long, atol=1e-5) and float((short[0] - short[1]).abs()) > 0

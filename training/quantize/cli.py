@@ -12,8 +12,9 @@ def add_parser(sub) -> None:
     pal.add_argument("--group-size", type=int, default=16, help="output channels sharing one lookup table")
     pal.add_argument("--seed", type=int, default=0, help="k-means++ seed")
     pal.add_argument("--calib-samples", type=int, default=16, help="training-split samples for sensitivity")
-    pal.add_argument("--weighting", choices=["none", "activations"], default="activations",
-                     help="activations: k-means weighted by the calibration batches' squared inputs")
+    pal.add_argument("--weighting", choices=["none", "activations", "gradients"], default="activations",
+                     help="activations: k-means weighted by the calibration batches' squared inputs; "
+                          "gradients: by each weight's mean squared gradient (diagonal Fisher)")
     pal.add_argument("--out", required=True, help="directory to write")
     pal.set_defaults(func=cmd_palettize)
     add_adapter_commands(qsub)

@@ -35,6 +35,7 @@ import torch
 from manifests.errors import ConfigError, ManifestError
 
 from .. import checkpoint as ckpt
+from .. import parallel
 from .kmeans import kmeans, pack, unpack
 
 MANIFEST = "manifest.json"
@@ -53,7 +54,8 @@ class PalettizeConfig:
     iters: int = 50
     calib_samples: int = 16
     # "activations": k-means weighted by the calibration batches' mean squared input of each column (a weight
-    # multiplying a large activation counts more); "none": plain k-means
+    # multiplying a large activation counts more); "gradients": by each weight's mean squared gradient of
+    # the calibration loss (diagonal Fisher); "none": plain k-means
     weighting: str = "activations"
 
     def __post_init__(self):
@@ -61,8 +63,9 @@ class PalettizeConfig:
             raise ConfigError(f"palettize: group_size must be >= 1; got {self.group_size}")
         if sorted(self.bits, reverse=True) != list(self.bits) or any(b not in (1, 2, 4, 8) for b in self.bits):
             raise ConfigError(f"palettize: bits must be descending values among 1, 2, 4, 8; got {self.bits}")
-        if self.weighting not in ("none", "activations"):
-            raise ConfigError(f"palettize: weighting must be 'none' or 'activations'; got {self.weighting!r}")
+        if self.weighting not in ("none", "activations", "gradients"):
+            raise ConfigError(f"palettize: weighting must be 'none', 'activations' or 'gradients'; "
+                              f"got {self.weighting!r}")
 
 
 def is_palettized(name: str, tensor: torch.Tensor) -> bool:
@@ -86,12 +89,15 @@ def _grouped(w: torch.Tensor, group_size: int) -> torch.Tensor:
 def palettize_tensor(w: torch.Tensor, *, bits: int, group_size: int, seed: int = 0, iters: int = 50,
                      col_weights: torch.Tensor | None = None):
     """-> (lut [groups, 2**bits] fp16, indices [rows, cols] uint8). The LUT is rounded to fp16 after
-    k-means, so dequantization is exactly what is stored. `col_weights` [cols]: weighted k-means."""
+    k-means, so dequantization is exactly what is stored. `col_weights`: weighted k-means, one weight per
+    input column [cols] (activations) or per weight [rows, cols] (squared gradients)."""
     x = _grouped(w.float(), group_size)
     k = 1 << bits
     chunk = max(1, (1 << 25) // (x.shape[1] * k))  # keeps the [g, N, k] tensors to ~128 MiB
     weights = None
-    if col_weights is not None:
+    if col_weights is not None and col_weights.dim() == 2:  # per weight (gradient / Fisher weighting)
+        weights = _grouped(col_weights.float(), group_size)
+    elif col_weights is not None:  # per input column (activation weighting)
         weights = col_weights.float()[None, None, :].expand(x.shape[0], group_size, -1).reshape(x.shape)
     centres, idx = kmeans(x, k, seed=seed, iters=iters, chunk=chunk, weights=weights)
     return centres.half(), idx.reshape(w.shape).to(torch.uint8)
@@ -204,6 +210,38 @@ def input_energy(model, names: list[str], batches: list[dict]) -> dict[str, torc
     return {n: (sums[n] / counts[n]).cpu() for n in names}
 
 
+def gradient_fisher(model, names: list[str], batches: list[dict]) -> dict[str, torch.Tensor]:
+    """Per weight of each named layer: the mean over calibration samples of the squared gradient of that
+    sample's loss (the diagonal of the empirical Fisher). A weight whose change moves the loss more gets more
+    say in its group's k-means. One backward pass per sample (samples, not batches: a batch gradient
+    averages the signs away)."""
+    from ..losses import cross_entropies
+
+    params = dict(model.named_parameters())
+    sums = {n: torch.zeros_like(params[n], dtype=torch.float32) for n in names}
+    wanted = {n: params[n].requires_grad for n in names}
+    dev = parallel.device()
+    count = 0
+    model.eval()
+    for b in batches:
+        for i in range(b["tokens"].shape[0]):
+            for n in names:
+                params[n].requires_grad_(True)
+                params[n].grad = None
+            logits = model(b["tokens"][i: i + 1].to(dev), b["position_ids"][i: i + 1].to(dev), None)
+            (ce,) = cross_entropies(logits, [b["labels"][i: i + 1].to(dev)])
+            mask = b["loss_mask"][i: i + 1].to(dev)
+            ((ce * mask).sum() / mask.sum().clamp_min(1.0)).backward()
+            for n in names:
+                sums[n] += params[n].grad.float() ** 2
+            count += 1
+    for n in names:
+        params[n].grad = None
+        params[n].requires_grad_(wanted[n])
+    model.zero_grad(set_to_none=True)
+    return {n: (sums[n] / max(count, 1)).cpu() for n in names}
+
+
 def sensitivities(model, state: dict, names: list[str], batches: list[dict], *, bits: int, group_size: int,
                   seed: int, col_weights: dict | None = None) -> tuple[float, dict[str, float]]:
     """Calibration loss of the float model, and its increase when each layer alone is at `bits`."""
@@ -225,7 +263,6 @@ def sensitivities(model, state: dict, names: list[str], batches: list[dict], *, 
 
 def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: PalettizeConfig = PalettizeConfig(),
                          *, log=print) -> Path:
-    from .. import parallel
     from ..trainer import load_model
     from .evalset import eval_set
 
@@ -241,7 +278,8 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
         raise ManifestError(f"{info.directory}: no linear layers to palettize (tensor-parallel shards?)")
     t0 = time.perf_counter()
     data = eval_set(info, cache_dir=out / ".data-cache", calib_samples=cfg.calib_samples, valid_samples=8)
-    col_weights = input_energy(model, names, data.calib) if cfg.weighting == "activations" else None
+    col_weights = input_energy(model, names, data.calib) if cfg.weighting == "activations" else \
+        gradient_fisher(model, names, data.calib) if cfg.weighting == "gradients" else None
     base, sens = sensitivities(model, state, names, data.calib, bits=cfg.bits[-1], group_size=cfg.group_size,
                                seed=cfg.seed, col_weights=col_weights)
     layer_bits = allocate_bits({k: tuple(state[k].shape) for k in names}, sens, target=cfg.bpw,
