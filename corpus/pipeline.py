@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import glob
 import os
 import posixpath
@@ -211,15 +210,8 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
                 for loc in version.shard_locations()]
     locs: list[Location] = []
     for pattern in spec.paths:
-        if "://" in pattern:
-            base = Location.parse(pattern)
-            if any(c in pattern for c in "*?["):
-                parent = Location.parse(pattern.rsplit("/", 1)[0])
-                infos = parent.fs.get_file_info(pafs.FileSelector(parent.path, recursive=False))
-                matched = [Location(parent.fs, i.path) for i in infos
-                           if fnmatch.fnmatch(posixpath.basename(i.path), pattern.rsplit("/", 1)[1])]
-            else:
-                matched = [base]
+        if "://" in pattern:  # listed through the store's filesystem (query options such as endpoint_override kept)
+            matched = Location.parse(pattern).glob()
         else:
             matched = [Location.parse(p) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
         if not matched:
