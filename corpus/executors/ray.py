@@ -170,10 +170,9 @@ def ray_map(fn: Callable[[Any], Any], items: list[Any], *, workers: int) -> list
     # Ray >= 2.51 takes the pool size as `compute=` (`concurrency=` is deprecated there)
     pool = {"compute": ray.data.TaskPoolStrategy(size=n)} if hasattr(ray.data, "TaskPoolStrategy") else {"concurrency": n}
     ds = ds.map_batches(_apply_pickled(cloudpickle.dumps(fn)), batch_size=1, batch_format="pyarrow", **pool)
-    out = ds.to_arrow_refs()
     results: dict[int, Any] = {}
-    for ref in out:
-        t = ray.get(ref)
+    # Streamed to the driver as tasks finish: a result held only by a node that dies later is not lost
+    for t in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         for idx, res in zip(t.column("index").to_pylist(), t.column("result").to_pylist()):
             results[idx] = pickle.loads(res)
     return [results[i] for i in range(len(items))]

@@ -142,3 +142,32 @@ def test_s3_run_killed_and_resumed_gives_the_local_ids(tmp_path, c4_docs, s3_ser
     assert fs.get_file_info(pafs.FileSelector(f"{bucket}/root/.locks", recursive=True, allow_not_found=True)) == [] \
         or all(i.type == pafs.FileType.Directory for i in
                fs.get_file_info(pafs.FileSelector(f"{bucket}/root/.locks", recursive=True)))
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="global stages on object stores: wt-globals")
+def test_global_stages_on_s3_give_the_local_ids(tmp_path, c4_docs, s3_server):
+    """URL, exact and MinHash dedup and decontamination with an `s3://` root and inputs."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(3):  # part-2 repeats part-0's first 20 docs: exact (and near) duplicates across files
+        docs = c4_docs[i * 60:(i + 1) * 60] + (c4_docs[:20] if i == 2 else [])
+        write_jsonl(folder / f"part-{i}.jsonl.gz", docs, compress="gz")
+
+    def config(paths: str, root: str) -> dict:
+        return {"name": "glob", "input": {"format": "jsonl", "paths": [paths]},
+                "output": {"root": root, "row_group_rows": 64},
+                "executor": {"kind": "local", "workers": 2, "batch_rows": 50},
+                "stages": [{"url_dedup_v1": {"field": "source"}}, {"exact_dedup_v1": {"field": "text"}},
+                           {"minhash_dedup_v1": {"ngram": 5, "bands": 16, "rows": 7, "min_similarity": 0.7}},
+                           {"decontaminate_v1": {"min_n": 8, "max_n": 13, "common_threshold": 1000}}]}
+
+    local = run_pipeline(load_pipeline(config(str(folder / "*.jsonl.gz"), str(tmp_path / "local"))), progress=False)
+    assert local.version.manifest.rows < 200  # the duplicates went
+    bucket = s3_server.bucket()
+    s3_server.upload(folder, bucket, "in")
+    remote = run_pipeline(load_pipeline(config(s3_server.uri(bucket, "in/*.jsonl.gz"), s3_server.uri(bucket, "root"))),
+                          progress=False)
+    assert remote.version.version_id == local.version.version_id
+    assert remote.rejects.version_id == local.rejects.version_id
+    assert not (tmp_path / "root").exists()
