@@ -13,6 +13,7 @@ import posixpath
 import uuid
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 _CHUNK = 4 << 20
@@ -28,7 +29,12 @@ class Location:
         """`/data/x`, `./x`, `file:///data/x`, `s3://bucket/x`, `gs://...` all resolve here."""
         text = os.fspath(uri_or_path)
         if "://" in text:
-            fs, path = pafs.FileSystem.from_uri(text)
+            try:
+                fs, path = pafs.FileSystem.from_uri(text)
+            except (ValueError, pa.ArrowException) as exc:  # unknown scheme, bad query option
+                from .errors import ConfigError
+
+                raise ConfigError(f"{text}: not a storage URI pyarrow.fs can open ({exc})") from None
             return cls(fs, path.rstrip("/") or "/")
         return cls(pafs.LocalFileSystem(), os.path.abspath(text))
 

@@ -23,6 +23,7 @@ from manifests.locks import Lock, LockBusy
 from manifests.storage import Location
 
 from ..conftest import REPO, write_jsonl
+from ..corpus import slow_stage  # noqa: F401  (registers test_sleep_v1)
 
 
 def test_multipart_upload_round_trips(s3_server):
@@ -91,8 +92,6 @@ def _cli(config: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_s3_run_killed_and_resumed_gives_the_local_ids(tmp_path, c4_docs, s3_server):
-    from tests.corpus import slow_stage  # noqa: F401  (registers test_sleep_v1 here too)
-
     folder = _c4_inputs(tmp_path, c4_docs, 6)
     local = run_pipeline(load_pipeline(_c4_pipeline(str(folder / "*.jsonl.gz"), str(tmp_path / "local"))),
                          progress=False)
@@ -171,3 +170,32 @@ def test_global_stages_on_s3_give_the_local_ids(tmp_path, c4_docs, s3_server):
     assert remote.version.version_id == local.version.version_id
     assert remote.rejects.version_id == local.rejects.version_id
     assert not (tmp_path / "root").exists()
+
+
+def test_object_store_roots_that_cannot_work_fail_in_one_line_before_any_work(tmp_path, c4_docs, s3_server):
+    from manifests.errors import ConfigError
+
+    folder = _c4_inputs(tmp_path, c4_docs[:20], 1)
+    missing = _c4_pipeline(str(folder / "*.jsonl.gz"), s3_server.uri("no-such-bucket", "root"))
+    with pytest.raises(ConfigError, match=r"bucket 'no-such-bucket' does not exist; create it first$"):
+        run_pipeline(load_pipeline(missing), progress=False)
+    dead = _c4_pipeline(str(folder / "*.jsonl.gz"), "s3://b/root?endpoint_override=127.0.0.1:1&scheme=http")
+    with pytest.raises(ConfigError, match=r"the object store does not answer \(.*Could not connect.*\); check the "
+                                          r"credentials") as err:
+        run_pipeline(load_pipeline(dead), progress=False)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match=r"not a storage URI pyarrow.fs can open"):
+        Location.parse("s3://b/root?no_such_option=1")
+
+
+def test_glob_through_the_filesystem_matches_any_component(s3_server):
+    bucket = s3_server.bucket()
+    fs = s3_server.fs()
+    for key in ("crawl/a/x.warc.gz", "crawl/b/y.warc.gz", "crawl/b/deep/z.warc.gz", "crawl/b/y.txt"):
+        with fs.open_output_stream(f"{bucket}/{key}") as out:
+            out.write(b"1")
+    names = lambda uri: [loc.path.split("/", 1)[1] for loc in Location.parse(s3_server.uri(bucket, uri)).glob()]  # noqa: E731
+    assert names("crawl/*/*.warc.gz") == ["crawl/a/x.warc.gz", "crawl/b/y.warc.gz"]
+    assert names("crawl/**/*.warc.gz") == ["crawl/a/x.warc.gz", "crawl/b/deep/z.warc.gz", "crawl/b/y.warc.gz"]
+    assert names("crawl/b/y.txt") == ["crawl/b/y.txt"]
+    assert names("crawl/c/*.gz") == []
