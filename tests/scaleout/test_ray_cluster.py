@@ -90,7 +90,6 @@ def test_two_nodes_sharing_only_an_object_store_give_the_local_ids(tmp_path, s3_
     if not _can_unshare():
         pytest.skip("needs root and unshare -m to give the second node its own mount namespace")
     cfg = yaml.safe_load(WEB.read_text())
-    local_cfg = {**cfg, "paths": None}
     local_cfg = dict(cfg, input={**cfg["input"], "paths": [str(REPO / p) for p in cfg["input"]["paths"]]},
                      output={**cfg["output"], "root": str(tmp_path / "local")})
     local = run_pipeline(load_pipeline(local_cfg), progress=False)
