@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import glob
 import os
 import posixpath
@@ -71,12 +70,14 @@ class OutputSpec:
 @dataclass(frozen=True, kw_only=True)
 class ExecutorSpec:
     kind: Literal["local", "ray"] = "local"
-    workers: int = 0  # 0 = one per CPU core
+    workers: int = 0  # 0 = one per CPU core (ray: every CPU of the cluster)
     batch_rows: int = 2048
     max_task_retries: int = 1  # for RetryableError
     address: str | None = None  # ray: cluster address; None = a local Ray instance
     connect_timeout_s: float = 15.0  # ray: give up on an unreachable `address` after this long
     lock_wait_s: float | None = None  # wait this long for an identical run / a publish of the name (None: forever)
+    ship_code: bool = True  # ray with `address`: send this checkout's packages to the nodes (runtime_env py_modules)
+    runtime_env: dict[str, Any] = field(default_factory=dict)  # ray: more runtime_env keys (env_vars, pip, ...)
 
     def __post_init__(self):
         require(self.workers >= 0, f"workers must be >= 0 (0 = all cores); got {self.workers}")
@@ -211,15 +212,8 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
                 for loc in version.shard_locations()]
     locs: list[Location] = []
     for pattern in spec.paths:
-        if "://" in pattern:
-            base = Location.parse(pattern)
-            if any(c in pattern for c in "*?["):
-                parent = Location.parse(pattern.rsplit("/", 1)[0])
-                infos = parent.fs.get_file_info(pafs.FileSelector(parent.path, recursive=False))
-                matched = [Location(parent.fs, i.path) for i in infos
-                           if fnmatch.fnmatch(posixpath.basename(i.path), pattern.rsplit("/", 1)[1])]
-            else:
-                matched = [base]
+        if "://" in pattern:  # listed through the store's filesystem (query options such as endpoint_override kept)
+            matched = Location.parse(pattern).glob()
         else:
             matched = [Location.parse(p) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
         if not matched:
@@ -267,7 +261,9 @@ def describe_plan(pipeline: Pipeline) -> str:
     total = sum(_dir_size(f.location)[0] if f.location.is_dir() else f.location.size() for f in inputs)
     lines = [
         f"pipeline {pipeline.name}: {len(inputs)} input files ({total / 1e6:.1f} MB, format {pipeline.input.format})",
-        f"executor: {pipeline.executor.kind}, {pipeline.executor.n_workers} workers, batch {pipeline.executor.batch_rows} rows",
+        f"executor: {pipeline.executor.kind}, "
+        f"{'every cluster CPU as' if pipeline.executor.kind == 'ray' and not pipeline.executor.workers else pipeline.executor.n_workers} "
+        f"workers, batch {pipeline.executor.batch_rows} rows",
         f"output: {pipeline.catalog().root.uri}/{pipeline.name}/<version id>  "
         f"(shards up to {pipeline.target_bytes / 2**20:.0f} MiB, rejects {'on' if pipeline.output.rejects else 'off'})",
         f"run key: {pipeline.run_key(inputs)[:16]} (a rerun with the same key resumes)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from manifests.errors import ConfigError
@@ -28,7 +29,8 @@ def preflight(pipeline, inputs: list[InputFile]) -> None:
 def check_root(root: Location) -> None:
     """Refuse a root that is a file, or that we cannot write (read-only filesystem, permissions)."""
     if not root.is_local:
-        return  # object stores say no on the first write; see manifests/locks.py for what is missing
+        check_object_root(root)
+        return
     path = root.path
     while not os.path.exists(path):
         parent = os.path.dirname(path)
@@ -40,6 +42,20 @@ def check_root(root: Location) -> None:
     if not os.access(path, os.W_OK | os.X_OK):
         why = "read-only filesystem" if _read_only(path) else "no write permission"
         raise ConfigError(f"output.root {root.uri}: cannot write to {path} ({why})")
+
+
+def check_object_root(root: Location) -> None:
+    """An object-store root: the store answers and the bucket exists, said in one line before any work."""
+    bucket = root.path.split("/", 1)[0]
+    try:
+        info = root.fs.get_file_info(bucket)
+    except OSError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"output.root {root.uri}: the object store does not answer ({first}); check the "
+                          "credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or an instance profile), the "
+                          "region and, for a non-AWS store, ?endpoint_override=host:port in the URI") from None
+    if info.type == pafs.FileType.NotFound:
+        raise ConfigError(f"output.root {root.uri}: bucket {bucket!r} does not exist; create it first")
 
 
 def _read_only(path: str) -> bool:

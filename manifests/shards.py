@@ -93,7 +93,7 @@ class ShardWriter:
         self._final = self.directory.join(name)
         self._tmp = self.directory.join(f"{name}.tmp-{os.getpid()}")
         self.directory.mkdir()
-        self._sink = self._tmp.fs.open_output_stream(self._tmp.path)
+        self._sink = self._tmp.fs.open_output_stream(self._tmp.path, compression=None)
         self._writer = pq.ParquetWriter(self._sink, self._schema, **write_options())
         self._rows_in_shard = 0
 

@@ -25,7 +25,7 @@ from ..pipeline import Pipeline
 from ..preflight import preflight
 from ..readers import InputFile
 from ..stage import GlobalStage, Stage, TaskMap
-from .finish import enforce_unique_ids, output_schema
+from .finish import enforce_unique_ids, output_schema, require_outputs
 from .task import READ_STAGE, REJECTS_SCHEMA, TaskResult, TaskSpec, _one_line
 
 log = logging.getLogger("cidermill.executor")
@@ -116,6 +116,7 @@ class Executor(ABC):
         all_stats: dict[str, StageStats] = {}
         errors: list[dict] = []
         results: list[TaskResult] = []
+        reject_shards: list = []  # every pass's, in (pass, task) order: learnt from the results, not from a listing
         n_run = n_resumed = 0
         pass_inputs, fmt, options = inputs, p.input.format, p.input.options
         for k, stages in enumerate(passes):
@@ -135,6 +136,8 @@ class Executor(ABC):
             ]
             names = ([READ_STAGE] if k == 0 else []) + [s.name for s in stages]
             results = self.run_tasks(specs, names)
+            require_outputs(results, shards_dir=shards_dir, rejects_dir=specs[0].rejects_dir if specs else None)
+            reject_shards += [s for r in results for s in r.rejects]
             for r in results:
                 n_resumed += r.resumed
                 n_run += not r.resumed
@@ -160,7 +163,7 @@ class Executor(ABC):
             name=p.name, stages=[s.describe() for s in p.stages], config=p.canonical(),
             code_revision=code_revision(), config_sha256=config_hash(p.canonical()),
         )
-        reject_shards = self._collect_rejects(staging) + unique_rejects
+        reject_shards += unique_rejects
         rejects_manifest = None
         if p.output.rejects and reject_shards:
             rejects_manifest = Manifest(
@@ -217,12 +220,6 @@ class Executor(ABC):
             state = stage.build([f.location.path for f in inputs], workdir=workdir.path, tasks=self.task_map())
             state_loc.write_bytes_atomic(pickle.dumps(state))
         return [stage.bind(state), *stages[1:]]
-
-    def _collect_rejects(self, staging: Location) -> list:
-        """Reject shards of every pass, in (pass, task) order, from the completion markers."""
-        markers = [m for d in staging.listdir() if d.name.startswith("pass-") for m in d.join("tasks").listdir()]
-        markers.sort(key=lambda loc: (int(loc.path.split("/")[-3].split("-")[1]), loc.name))
-        return [s for m in markers for s in TaskResult.from_json(m.read_bytes()).rejects]
 
     def _input_version_id(self) -> str:
         return self.pipeline.catalog().resolve(self.pipeline.input.version).version_id

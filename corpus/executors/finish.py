@@ -1,4 +1,5 @@
-"""Checks between the last task and publishing: one schema per version, unique ids.
+"""Checks between the tasks and publishing: every output the tasks reported is there, one schema per
+version, unique ids.
 
 Both read only Parquet footers and the `id` column of the staged shards. Unique ids hold every
 id of the version in memory (about 50 bytes an id); null ids are not checked.
@@ -22,6 +23,34 @@ from .task import TaskResult, _rejects_view
 
 UNIQUE_STAGE = "unique_ids"
 DUPLICATE_ID = "duplicate_id"
+
+
+def require_outputs(results: list[TaskResult], *, shards_dir: Location, rejects_dir: Location | None) -> None:
+    """Every file the tasks say they wrote must be visible from here, at its size; else stop naming it.
+
+    The driver knows a run's outputs only from the tasks' results (never from listing its own
+    disk), so a task that ran on a machine which does not share the data root (a worker's own
+    local disk) is found here, before anything is published, instead of giving a smaller version.
+    """
+    expected = [(r, shards_dir, s) for r in results for s in r.shards]
+    expected += [(r, rejects_dir, s) for r in results for s in r.rejects] if rejects_dir is not None else []
+    listed: dict[str, dict[str, int]] = {}
+    missing = []
+    for r, directory, info in expected:
+        if directory.path not in listed:
+            listed[directory.path] = directory.file_sizes()
+        name = info.path.rsplit("/", 1)[-1]
+        size = listed[directory.path].get(name)
+        if size != info.bytes:
+            missing.append((r, directory.join(name), info, size))
+    if missing:
+        r, loc, info, size = missing[0]
+        state = "is missing" if size is None else f"has {size} bytes"
+        more = f" ({len(missing)} files in all)" if len(missing) > 1 else ""
+        raise FatalError(
+            f"task {r.index} (input {r.input_key}) wrote {info.path} ({info.bytes} bytes), but {loc.uri} {state} "
+            f"as this machine sees the data root{more}; every machine of a run must see the same data root: use "
+            "an object store (output.root: s3://bucket/path) or a filesystem mounted at the same path on every node")
 
 
 def _schema(loc: Location) -> pa.Schema:
