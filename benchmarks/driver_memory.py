@@ -50,8 +50,10 @@ def generate(folder: Path, n_rows: int, seed: int = 0) -> list[str]:
     vocab = pa.array([f"w{i}" for i in range(20_000)])
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for s, lo in enumerate(range(0, n_rows, ROWS_PER_SHARD)):
-        n = min(ROWS_PER_SHARD, n_rows - lo)
+    # at least 4 shards: with one, the pool would run the task inline, in the driver we measure
+    per_shard = -(-n_rows // max(4, -(-n_rows // ROWS_PER_SHARD)))
+    for s, lo in enumerate(range(0, n_rows, per_shard)):
+        n = min(per_shard, n_rows - lo)
         words = rng.integers(0, len(vocab), size=(n, 8))
         copy = rng.random(n) < 0.10  # exact copies of an earlier row of this shard
         src = (rng.random(n) * np.arange(n)).astype(np.int64)
@@ -114,8 +116,14 @@ def main() -> int:
     ap.add_argument("--png", default="benchmarks/driver_memory.png")
     ap.add_argument("--json", default=None, help="also write the measurements here")
     ap.add_argument("--label", default="driver-light")
+    ap.add_argument("--plot-only", nargs="+", metavar="JSON", help="merge earlier --json outputs into one table/PNG")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.plot_only:
+        runs = [json.loads(Path(p).read_text()) for p in args.plot_only]
+        report([r for run in runs for r in run["results"]], args.stages.split(","), min(r["floor_mb"] for r in runs),
+               args, run_label=runs[0]["label"])
+        return 0
     if args.child:
         kind, *rest = args.child
         if kind == "gen":
@@ -147,7 +155,15 @@ def main() -> int:
                       f"{r['dropped']:,} dropped)", flush=True)
                 subprocess.run(["rm", "-rf", str(Path(tmp) / f"work-{n}-{st}")])
             subprocess.run(["rm", "-rf", str(data)])
-    print(f"\ndriver peak RSS (MB), {args.label}; floor (engine imported, nothing built): {floor:.0f} MB")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"label": args.label, "floor_mb": floor, "results": results}, indent=1))
+    report(results, stages, floor, args, run_label=args.label)
+    return 0
+
+
+def report(results: list[dict], stages: list[str], floor: float, args, *, run_label: str) -> None:
+    stages = [st for st in stages if any(r["stage"] == st for r in results)]
+    print(f"\ndriver peak RSS (MB), {run_label}; floor (engine imported, nothing built): {floor:.0f} MB")
     sizes = sorted({r["rows"] for r in results})
     print("| stage | " + " | ".join(f"{s:.0e} rows" for s in sizes) + " |")
     print("|---|" + "---:|" * len(sizes))
@@ -156,8 +172,6 @@ def main() -> int:
         print(f"| {st} | " + " | ".join(f"{by[s]['peak_mb']:.0f} (+{by[s]['peak_mb'] - by[s]['after_import_mb']:.0f}; "
                                         f"{by[s]['seconds']:.0f} s)" if s in by else "-" for s in sizes) + " |")
     print("(cells: peak MB (+ growth during build over the process with the stage loaded; build seconds))")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"label": args.label, "floor_mb": floor, "results": results}, indent=1))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,12 +186,11 @@ def main() -> int:
     ax.set_xlabel("rows in the corpus")
     ax.set_ylabel("driver peak RSS (MB)")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"Global builds: driver memory ({args.label}, {args.workers} local workers)")
+    ax.set_title(f"Global builds: driver peak memory ({run_label}, local workers)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(args.png, dpi=120)
     print(f"wrote {args.png}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -84,8 +84,9 @@ class _InProcess:
 def _tree_bytes(loc: Location) -> int:
     import pyarrow.fs as pafs
 
-    if not loc.exists():
-        return 0
+    info = loc.fs.get_file_info(loc.path)
+    if info.type != pafs.FileType.Directory:
+        return info.size or 0 if info.type == pafs.FileType.File else 0
     infos = loc.fs.get_file_info(pafs.FileSelector(loc.path, recursive=True))
     return sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
 

@@ -216,3 +216,24 @@ def test_a_missing_partition_file_is_an_error_naming_it(tmp_path, c4_docs):
     outdir.join("keys-0001", "00001.parquet").delete()
     with pytest.raises(FatalError, match=r"keys-0001/00001.parquet is missing"):
         keyed._first_in_partition(1, outdir=outdir, n_shards=2, name="exact_dedup_v1")
+
+
+@pytest.mark.slow
+def test_on_ray_the_index_is_broadcast_through_the_object_store_with_the_local_result(tmp_path, c4_docs):
+    pytest.importorskip("ray")
+    from corpus.executors.ray import RayShared, RayTaskMap, _ensure_ray
+
+    rows = [{"id": f"d{i}", "text": d["text"]} for i, d in enumerate(c4_docs[:40])]
+    rows[3] = {"id": "q", "text": "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning "
+                                  "and bakes muffins for her friends every day with four."}
+    shards = _write_shards(as_location(tmp_path / "in"), rows, 2)
+    stage = stage_class("decontaminate_v1")({"benchmarks": ["gsm8k"]})
+    local = read_drops(stage.build(shards, workdir=as_location(tmp_path / "l"), tasks=_tasks(1, None)))
+    ray = _ensure_ray(None, 2)
+    try:
+        tasks = RayTaskMap(2)
+        assert isinstance(tasks.broadcast([1, 2]), RayShared)
+        on_ray = read_drops(stage.build(shards, workdir=as_location(tmp_path / "r"), tasks=tasks))
+    finally:
+        ray.shutdown()
+    assert on_ray.to_pylist() == local.to_pylist() and on_ray.column("id").to_pylist() == ["q"]
