@@ -7,6 +7,9 @@ input), on one core of this machine: every stage's time and rows kept, each glob
 time and the bytes its build writes (hash partitions, buckets, edges, signatures: the shuffle) and
 its index, and the Parquet bytes of every pass's output. Projected linearly to `--input-bytes`:
 
+- a global stage is timed on the sample tiled to `GLOBAL_ROWS` rows (ids made unique), scaled back
+  per row, so a tiny sample's per-file costs are not taken for per-row costs; what it keeps comes
+  from the sample itself;
 - CPU-hours per stage = sample CPU seconds x (input bytes / sample bytes) / 3600, plus a global
   stage's fixed part (the decontamination index, timed on its own) once; every local stage is warmed
   up on a few rows first, so loading a model is not taken for per-row cost;
@@ -82,6 +85,38 @@ class _InProcess:
         return InlineShared(value)
 
 
+GLOBAL_ROWS = 20_000
+
+
+def _tiled(table: pa.Table, rows: int, field: str | None) -> pa.Table:
+    """The sample repeated to `rows` rows; ids and the stage's key field made unique per copy (exact
+    and URL dedup then see no copies; for MinHash every copy is still a near-duplicate, so its
+    cost is an upper bound)."""
+    if table.num_rows == 0 or table.num_rows >= rows:
+        return table
+    reps = -(-rows // table.num_rows)
+    out = pa.concat_tables([table] * reps)
+    for name in {"id", field} - {None}:
+        if name in out.schema.names:
+            values = out.column(name).to_pylist()
+            out = out.set_column(out.schema.get_field_index(name), name, pa.array(
+                [None if v is None else f"{v} {i // table.num_rows}" for i, v in enumerate(values)], pa.string()))
+    return out
+
+
+def _build(stage, table: pa.Table, folder: str):
+    """Build `stage` over `table` split in two shards under `folder`; return its state."""
+    root = Location.parse(folder)
+    root.mkdir()
+    half = max(1, table.num_rows // 2)
+    shards = []
+    for j, part in enumerate((table.slice(0, half), table.slice(half))):
+        loc = root.join(f"shard-{j}.parquet")
+        pq.write_table(part, loc.path)
+        shards.append(loc)
+    return stage.build(shards, workdir=root.join("work"), tasks=_InProcess())
+
+
 def _fixed_seconds(stage) -> float:
     """CPU seconds a global build spends once whatever the corpus size: the decontamination index
     (built from the benchmarks on the driver). The other builds are all per-row work."""
@@ -113,6 +148,7 @@ def measure(pipeline, sample: InputFile, *, batch_rows: int = 4096) -> tuple[lis
     """Run the pipeline's stages on the sample in this process; return per-pass costs and the
     sample's size in bytes."""
     reader = make_reader(pipeline.input.format if sample is not None else "parquet", pipeline.input.options)
+    list(reader.read(sample, batch_rows=batch_rows, on_record_error=lambda err: None))  # warm-up
     t0 = time.process_time()  # CPU time: a busy machine does not inflate the rates
     tables = list(reader.read(sample, batch_rows=batch_rows, on_record_error=lambda err: None))
     read_s = time.process_time() - t0
@@ -123,20 +159,19 @@ def measure(pipeline, sample: InputFile, *, batch_rows: int = 4096) -> tuple[lis
             rows_in = table.num_rows
             if isinstance(stage, GlobalStage):
                 passes[-1].output_bytes = _parquet_bytes(table, f"{tmp}/pass-{k}.parquet")
-                half = max(1, table.num_rows // 2)  # two shards, so the shuffle is exercised
-                shards = []
-                for j, part in enumerate((table.slice(0, half), table.slice(half))):
-                    pq.write_table(part, f"{tmp}/s{k}-{j}.parquet")
-                    shards.append(Location.parse(f"{tmp}/s{k}-{j}.parquet"))
+                result = stage.bind(_build(stage, table, f"{tmp}/real-{k}"))(table)  # what it keeps
+                # the cost on at least GLOBAL_ROWS rows (the sample tiled, ids made unique), so the
+                # per-file costs of a tiny sample are not taken for per-row costs
+                big = _tiled(table, GLOBAL_ROWS, getattr(stage.config, "field", None))
                 fixed = _fixed_seconds(stage)
-                work = Location.parse(f"{tmp}/work-{k}")
                 t0 = time.process_time()
-                state = stage.build(shards, workdir=work, tasks=_InProcess())
-                result = stage.bind(state)(table)
-                seconds = time.process_time() - t0
+                work = Location.parse(f"{tmp}/work-{k}")
+                stage.bind(_build(stage, big, work.path))(big)
+                seconds = (time.process_time() - t0 - fixed) * table.num_rows / max(big.num_rows, 1)
                 index = _tree_bytes(work.join("decontam", "index.npz"))
-                cost = StageCost(stage.name, max(seconds - fixed, 0.0), rows_in, result.table.num_rows, True,
-                                 _tree_bytes(work) - index, index, fixed)
+                shuffle = (_tree_bytes(work) - index) * table.num_rows / max(big.num_rows, 1)
+                cost = StageCost(stage.name, max(seconds, 0.0), rows_in, result.table.num_rows, True,
+                                 int(shuffle), index, fixed)
                 passes.append(PassCost(stages=[cost]))
             else:
                 stage(table.slice(0, min(table.num_rows, 8)))  # warm up: models and tables load on first use
@@ -177,7 +212,7 @@ def project(passes: list[PassCost], sample_bytes: int, *, input_bytes: float, no
             index_bytes += st.index_bytes
             pass_state += shuffle + st.index_bytes
             rows.append({"pass": k, "stage": st.name, "rows_per_core_s": st.rows_in / st.seconds if st.seconds else
-                         float("inf"), "rows": st.rows_in * scale, "kept": st.rows_out / max(st.rows_in, 1),
+                         float("nan"), "rows": st.rows_in * scale, "kept": st.rows_out / max(st.rows_in, 1),
                          "cpu_h": cpu_h, "wall_h": wall_h, "shuffle_bytes": shuffle, "index_bytes": st.index_bytes})
         out_passes.append({"pass": k, "output_bytes": pc_.output_bytes * scale, "state_bytes": pass_state})
     bound = max(rows, key=lambda r: r["wall_h"])

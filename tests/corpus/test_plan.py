@@ -46,6 +46,7 @@ def test_projection_scales_with_bytes_and_cores_and_names_the_bound():
     assert big["driver_bytes"] - small["driver_bytes"] == 1000 * 4096  # rows do not enter it
 
 
+@pytest.mark.slow  # times global builds on the sample tiled to 20k rows
 def test_plan_command_measures_a_sample_and_prints_every_stage(tmp_path, c4_docs, capsys):
     docs = [{"text": d["text"]} for d in c4_docs[:80]]
     sample = write_jsonl(tmp_path / "sample.jsonl", docs + docs[:20])  # 20 exact copies
