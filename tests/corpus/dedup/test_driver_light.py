@@ -229,7 +229,11 @@ def test_on_ray_the_index_is_broadcast_through_the_object_store_with_the_local_r
     shards = _write_shards(as_location(tmp_path / "in"), rows, 2)
     stage = stage_class("decontaminate_v1")({"benchmarks": ["gsm8k"]})
     local = read_drops(stage.build(shards, workdir=as_location(tmp_path / "l"), tasks=_tasks(1, None)))
-    ray = _ensure_ray(None, 2)
+    import ray
+
+    # a cluster of our own: plain ray.init() joins any `ray start` cluster already running on this machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    _ensure_ray(None, 2)  # the executor's Ray Data settings (ordered results)
     try:
         tasks = RayTaskMap(2)
         assert isinstance(tasks.broadcast([1, 2]), RayShared)
