@@ -75,8 +75,8 @@ def large_star(p: int, *, ccdir: Location, r: int, parts: int) -> int:
     degree = np.diff(np.r_[starts, len(u)])
     centre_ok = min_nbr > nodes
     leaf_ok = (degree == 1) & (min_nbr < nodes)
-    leaves = leaf_ok
-    save_arrays(ccdir.join(f"leaves-{r:03d}", f"{p:04d}.npz"), node=nodes[leaves], root=min_nbr[leaves])
+    # valid as the answer only if every partition reports a star forest (the driver checks)
+    save_arrays(ccdir.join(f"leaves-{r:03d}", f"{p:04d}.npz"), node=nodes[leaf_ok], root=min_nbr[leaf_ok])
     m = np.minimum(nodes, min_nbr)
     m_of_edge = np.repeat(m, degree)
     up = v > u
