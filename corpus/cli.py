@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from .classify.cli import add_subcommand as add_train_classifier
 
     add_train_classifier(csub)  # `corpus train-classifier` (corpus/classify/cli.py)
+    from .plan import add_subcommand as add_plan
+
+    add_plan(csub)  # `corpus plan` (corpus/plan.py)
 
 
 def cmd_run(args) -> int:

@@ -167,9 +167,49 @@ def with_columns(table: pa.Table, columns: dict[str, Any]) -> pa.Table:
 class TaskMap(ABC):
     """What an executor offers a global stage's build: run `fn` over items in parallel."""
 
+    # How many hash partitions a global build shuffles into; None lets the build choose (two per
+    # worker). Results never depend on it (tests set it to check that).
+    partitions: int | None = None
+
     @abstractmethod
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
         ...
+
+    def broadcast(self, value: Any, *, saved: Any = None, load: Callable[[Any], Any] | None = None) -> "Shared":
+        """A handle to a large read-only value (an index) that tasks `get()` without it travelling
+        with every task. Default: the value was `saved` (a storage Location) and each worker
+        process `load`s it once. Executors with an object store override this (Ray: `ray.put`)."""
+        return StoredShared(saved, load) if saved is not None else InlineShared(value)
+
+
+class Shared(ABC):
+    @abstractmethod
+    def get(self) -> Any:
+        ...
+
+
+@dataclass(frozen=True)
+class InlineShared(Shared):
+    value: Any
+
+    def get(self) -> Any:
+        return self.value
+
+
+_SHARED_CACHE: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class StoredShared(Shared):
+    location: Any  # manifests.storage.Location
+    load: Callable[[Any], Any]
+
+    def get(self) -> Any:
+        key = self.location.uri
+        if key not in _SHARED_CACHE:
+            _SHARED_CACHE.clear()  # one broadcast value per worker process at a time
+            _SHARED_CACHE[key] = self.load(self.location)
+        return _SHARED_CACHE[key]
 
 
 class GlobalStage(Stage):

@@ -12,12 +12,16 @@ The index is a few sorted arrays per n (hash, segment, start), saved as one `.np
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from manifests.storage import Location
+
 from ..dedup.ngrams import RollingHasher, Tokens, tokenize, word_lists
+from ..dedup.spill import as_location, require
 from .benchmarks import Item
 
 
@@ -106,20 +110,25 @@ class NgramIndex:
     def n_ngrams(self) -> int:
         return sum(len(h) for h in self.hashes)
 
-    # ---- persistence: one npz (arrays) ------------------------------------------------
-    def save(self, path: str) -> str:
+    # ---- persistence: one npz (arrays), on the storage filesystem ------------------------
+    def save(self, where) -> "Location":
+        """Write the index to `where` (a storage Location or a path/URI); one atomic write."""
         arrays = {"ns": self.ns, "seg_item": self.seg_item, "item_benchmark": self.item_benchmark,
                   "item_ids": np.array(self.item_ids, dtype=object), "benchmarks": np.array(self.benchmarks),
                   "segments": np.array(self.segments, dtype=object)}
         for k, n in enumerate(self.ns.tolist()):
             arrays[f"h{n}"], arrays[f"s{n}"], arrays[f"p{n}"] = self.hashes[k], self.segment[k], self.start[k]
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
-        return path
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        loc = as_location(where)
+        loc.write_bytes_atomic(buf.getvalue())
+        return loc
 
     @classmethod
-    def load(cls, path: str) -> "NgramIndex":
-        z = np.load(path, allow_pickle=True)  # our own file, written by save() in this build
+    def load(cls, where) -> "NgramIndex":
+        loc = as_location(where)
+        require(loc, "decontaminate_v1 index")
+        z = np.load(io.BytesIO(loc.read_bytes()), allow_pickle=True)  # our own file, written by save()
         ns = z["ns"]
         return cls(ns, [z[f"h{n}"] for n in ns.tolist()], [z[f"s{n}"] for n in ns.tolist()],
                    [z[f"p{n}"] for n in ns.tolist()], z["seg_item"], z["item_benchmark"],

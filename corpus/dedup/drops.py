@@ -1,57 +1,75 @@
-"""The apply side shared by the dedup stages: drop rows whose id is in a set loaded from an
-artifact written by `build`.
+"""The apply side shared by the dedup stages: drop rows whose id is in a set loaded from the drop
+lists a `build` wrote (one Parquet file per hash partition, on the storage filesystem).
 
-The set is read lazily, once per process, from the Parquet file under the build's workdir, so the
-bound stage that travels to every task is only a path (a large drop set is not pickled per task).
+The set is read lazily, once per process, so the bound stage that travels to every task is only a
+few Locations (a large drop set is not pickled per task).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+from manifests.storage import Location
 
 from ..stage import Filter
+from .spill import as_location, parquet_schema_names, read_table, write_table
 
-_CACHE: dict[str, pa.Array] = {}
-
-
-def write_drop_ids(path: str, ids: pa.Array, extra: dict[str, pa.Array] | None = None) -> str:
-    table = pa.table({"id": ids, **(extra or {})})
-    pq.write_table(table, path)
-    return path
+_CACHE: dict[tuple, pa.Array] = {}
 
 
-def load_drop_ids(path: str) -> pa.Array:
-    if path not in _CACHE:
-        ids = pq.read_table(path, columns=["id"]).column("id")
+def write_drop_ids(where: Location | str, ids: pa.Array, extra: dict[str, pa.Array] | None = None) -> Location:
+    return write_table(as_location(where), pa.table({"id": ids, **(extra or {})}))
+
+
+def _locations(state) -> list[Location]:
+    """A build's state: one drop list, or a list of them (legacy states are a path string)."""
+    if state is None:
+        return []
+    if isinstance(state, (list, tuple)):
+        return [as_location(s) for s in state]
+    return [as_location(state)]
+
+
+def load_drop_ids(state) -> pa.Array:
+    locs = _locations(state)
+    key = tuple(loc.uri for loc in locs)
+    if key not in _CACHE:
+        parts = [c for loc in locs for c in read_table(loc, ["id"], what="dedup drop list").column("id").chunks]
         _CACHE.clear()  # one artifact at a time per process is enough
-        _CACHE[path] = ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
-    return _CACHE[path]
+        _CACHE[key] = pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
+    return _CACHE[key]
 
 
 class DropIds(Filter):
-    """Drops rows whose `id` is listed in the artifact at `path`, with one reason."""
+    """Drops rows whose `id` is listed in the drop lists of `state`, with one reason."""
 
     reason = "duplicate"
 
-    def __init__(self, config, path: str | None):
+    def __init__(self, config, state):
         super().__init__(config)
-        self.path = path
+        self.state = state
 
     def reasons(self, table: pa.Table) -> pa.Array:
-        if self.path is None:
+        if not _locations(self.state):
             return pa.nulls(table.num_rows, pa.string())
-        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.path))
+        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.state))
         return pc.if_else(hit, pa.scalar(self.reason), pa.scalar(None, pa.string()))
 
 
-def check_columns(path: str, columns: list[str], stage: str) -> None:
+def check_columns(where: Location | str, columns: list[str], stage: str) -> None:
     """A clear error naming the shard, the stage and the fix when a column is missing."""
     from manifests.errors import ConfigError
 
-    names = pq.read_schema(path).names
+    loc = as_location(where)
+    names = parquet_schema_names(loc)
     missing = [c for c in columns if c not in names]
     if missing:
-        raise ConfigError(f"{stage}: shard {path} has no column {missing[0]!r}; its columns are {names} "
+        raise ConfigError(f"{stage}: shard {loc.uri} has no column {missing[0]!r}; its columns are {names} "
                           f"(set `field:` in the stage's options)")
+
+
+def read_drops(state) -> pa.Table:
+    """Every row of a dedup or decontamination build's drop lists (for audits and evaluations)."""
+    tables = [read_table(loc, what="drop list") for loc in _locations(state)]
+    return pa.concat_tables(tables) if tables else pa.table({"id": pa.array([], pa.string())})

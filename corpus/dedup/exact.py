@@ -1,7 +1,8 @@
 """Exact keys (normalised text, normalised URL): 64-bit hashes per row and first-occurrence picks.
 
 `first_occurrence_drops` keeps, for every key, the row first in (shard, row) order and returns
-the global indices of the others; it is one `np.unique` over 8 bytes per row, not a Python set.
+the indices of the others; it is one `np.unique` over 8 bytes per row, not a Python set. The build
+(corpus/dedup/keyed.py) runs it per hash partition on the workers, never over the whole corpus.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _KEY_SEED = 0xD1CE
 
@@ -32,9 +32,3 @@ def first_occurrence_drops(hashes: list[np.ndarray], valid: list[np.ndarray]) ->
     keep = np.zeros(len(rows), bool)
     keep[first] = True
     return rows[~keep]
-
-
-def ids_at(ids: list[pa.ChunkedArray], global_idx: np.ndarray) -> pa.Array:
-    """`id` values at global row indices, given every shard's id column in order."""
-    table_ids = pa.chunked_array([c for col in ids for c in col.chunks], pa.string())
-    return pc.take(table_ids, pa.array(np.sort(global_idx)))

@@ -1,17 +1,21 @@
-"""LSH over spilled signatures: one band at a time, edges to each bucket's first member, then
-connected components.
+"""LSH pieces: edges from each bucket's first member, signature rows read back from storage for
+verification, and a single-process connected-components reference (scipy) for small graphs.
 
-Memory: one band of keys for the whole corpus (16 bytes per document) plus the edges found so far;
-signatures stay on disk (memory-mapped `.npy` per shard) and are read one band's columns at a time.
+The distributed build (corpus/stages/dedup_minhash.py) partitions (band, key) buckets across
+workers; a bucket lives whole in one partition, so its edges are the same as over the whole corpus.
+Components are then found on the workers by corpus/dedup/components.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from manifests.storage import Location
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .minhash import band_keys, jaccard_estimate
+from .minhash import band_keys
+from .spill import require, unpack
 
 
 def bucket_edges(keys: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,64 +47,46 @@ def drop_mask_from_components(labels: np.ndarray) -> np.ndarray:
     return first_of_label[labels] != np.arange(len(labels))
 
 
-class SignatureStore:
-    """Per-shard signature files (memory-mapped) addressed by a global document index."""
+def band_records(sig: np.ndarray, has: np.ndarray, nodes: np.ndarray, *, bands: int,
+                 rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(band, key, node) for every band of every document with shingles. A band's key hashes only
+    its own columns; the bucket is the pair (band, key)."""
+    sel = np.flatnonzero(has)
+    sig, nodes = sig[sel], nodes[sel]
+    band = np.repeat(np.arange(bands, dtype=np.int64), len(sel))
+    keys = np.concatenate([band_keys(sig[:, b * rows:(b + 1) * rows], 0, rows) for b in range(bands)]) \
+        if len(sel) else np.zeros(0, np.uint64)
+    return band, keys, np.tile(nodes, bands)
 
-    def __init__(self, paths: list[str], has_paths: list[str]):
-        self.sigs = [np.load(p, mmap_mode="r") for p in paths]
-        self.has = [np.load(p) for p in has_paths]
-        sizes = np.array([len(s) for s in self.sigs], np.int64)
-        self.offsets = np.r_[0, np.cumsum(sizes)]
 
-    @property
-    def n_docs(self) -> int:
-        return int(self.offsets[-1])
+def bucket_key(band: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """One uint64 per (band, key) to partition buckets by (equal buckets, equal value)."""
+    with np.errstate(over="ignore"):
+        return keys ^ (band.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
 
-    def band(self, band: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, global indices) of documents with shingles, for one band."""
-        keys, idx = [], []
-        for i, (sig, has) in enumerate(zip(self.sigs, self.has)):
-            cols = np.asarray(sig[:, band * rows:(band + 1) * rows])
-            sel = np.flatnonzero(has)
-            keys.append(band_keys(cols[sel], 0, rows))
-            idx.append(sel + self.offsets[i])
-        return np.concatenate(keys), np.concatenate(idx)
 
-    def rows(self, global_idx: np.ndarray) -> np.ndarray:
-        """Full signatures of the given documents (any order)."""
-        out = None
-        shard = np.searchsorted(self.offsets, global_idx, side="right") - 1
-        for s in np.unique(shard):
+class SignatureReader:
+    """Rows of the per-shard signature files (raw uint32, rows x num_perm) on the storage filesystem,
+    fetched by packed (shard, row) address: a few random reads, or the whole file when many rows of
+    one shard are wanted."""
+
+    def __init__(self, files: list[Location], num_perm: int):
+        self.files = files
+        self.k = num_perm
+
+    def rows(self, nodes: np.ndarray) -> np.ndarray:
+        out = np.empty((len(nodes), self.k), np.uint32)
+        shard, row = unpack(nodes)
+        width = 4 * self.k
+        for s in np.unique(shard).tolist():
             sel = np.flatnonzero(shard == s)
-            part = np.asarray(self.sigs[s][global_idx[sel] - self.offsets[s]])
-            if out is None:
-                out = np.empty((len(global_idx), part.shape[1]), part.dtype)
-            out[sel] = part
-        return out if out is not None else np.zeros((0, 0), np.uint32)
-
-
-def near_duplicate_drops(store: SignatureStore, *, bands: int, rows: int,
-                         min_similarity: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Global indices of documents to drop and, for each, the index of the kept document of its
-    cluster. With `min_similarity`, a bucket edge counts only if the two full signatures agree on
-    at least that fraction of entries (removes chance band collisions of dissimilar documents)."""
-    src_all, dst_all = [], []
-    for b in range(bands):
-        keys, idx = store.band(b, rows)
-        src, dst = bucket_edges(keys, idx)
-        if min_similarity is not None and len(src):
-            ok = jaccard_estimate(store.rows(src), store.rows(dst)) >= min_similarity
-            src, dst = src[ok], dst[ok]
-        if len(src):
-            pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
-            src_all.append(pairs[:, 0])
-            dst_all.append(pairs[:, 1])
-    n = store.n_docs
-    src = np.concatenate(src_all) if src_all else np.zeros(0, np.int64)
-    dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int64)
-    labels = components(n, src, dst)
-    drop = drop_mask_from_components(labels)
-    first_of_label = np.full(labels.max() + 1 if n else 0, n, np.int64)
-    np.minimum.at(first_of_label, labels, np.arange(n))
-    dropped = np.flatnonzero(drop)
-    return dropped, first_of_label[labels[dropped]]
+            loc = self.files[s]
+            require(loc, "minhash_dedup_v1 signatures")
+            with loc.fs.open_input_file(loc.path) as f:
+                if len(sel) * 16 > f.size() // width:  # many rows: one sequential read
+                    whole = np.frombuffer(f.read(), np.uint32).reshape(-1, self.k)
+                    out[sel] = whole[row[sel]]
+                else:
+                    for i, r in zip(sel.tolist(), row[sel].tolist()):
+                        out[i] = np.frombuffer(f.read_at(width, r * width), np.uint32)
+        return out

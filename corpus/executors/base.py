@@ -217,7 +217,8 @@ class Executor(ABC):
         else:
             log.info("building global index for %s over %d shards", stage.name, len(inputs))
             workdir.mkdir()
-            state = stage.build([f.location.path for f in inputs], workdir=workdir.path, tasks=self.task_map())
+            # Locations, not local paths: global-stage state lives on the storage filesystem (s3:// too)
+            state = stage.build([f.location for f in inputs], workdir=workdir, tasks=self.task_map())
             state_loc.write_bytes_atomic(pickle.dumps(state))
         return [stage.bind(state), *stages[1:]]
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from manifests.errors import ConfigError, FatalError
 
-from ..stage import TaskMap
+from ..stage import Shared, TaskMap
 from .base import Executor
 from .task import TaskResult, TaskSpec, run_task
 
@@ -184,6 +184,30 @@ class RayTaskMap(TaskMap):
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
         return ray_map(fn, list(items), workers=self.workers)
+
+    def broadcast(self, value: Any, **_: Any) -> "RayShared":
+        """Put a large read-only value (the decontamination index) in Ray's object store once; tasks
+        on every node read it from there (zero-copy for numpy arrays on the same node)."""
+        import ray
+
+        return RayShared(ray.put(value))
+
+
+class RayShared(Shared):
+    def __init__(self, ref):
+        self.ref = ref  # an ObjectRef; pickled with the task (out-of-band, pinned while the driver lives)
+
+    def get(self) -> Any:
+        import ray
+
+        key = self.ref.hex()
+        if key not in _RAY_SHARED:
+            _RAY_SHARED.clear()  # one broadcast value per worker process at a time
+            _RAY_SHARED[key] = ray.get(self.ref)
+        return _RAY_SHARED[key]
+
+
+_RAY_SHARED: dict[str, Any] = {}
 
 
 class RayExecutor(Executor):

@@ -1,16 +1,18 @@
 """Decontamination against evaluation benchmarks: a two-pass global stage.
 
-build (through the executor's TaskMap):
+build (through the executor's TaskMap; every file on the storage filesystem under
+`<workdir>/decontam/`, so an `s3://` root works; the driver holds the index and counts only):
   1. the driver loads the benchmarks (corpus/decontam/benchmarks.py) and builds the n-gram index
-     (corpus/decontam/index.py), saved under `<workdir>/decontam/index.npz`;
-  2. every shard in parallel: the (document, benchmark n-gram) collisions of its rows, spilled to
-     `hits-NNNNN.npz`; the task returns only how many documents hold each colliding n-gram;
-  3. the driver sums those counts over the whole corpus: an n-gram found in >= `common_threshold`
-     documents is common usage ("of the following", a famous quote), not contamination, and is
-     ignored (the AFM report: 1000);
-  4. every document with a remaining collision is contaminated; its most specific match (longest
-     n) is recorded: benchmark, item id, the n-gram. Written to `contaminated.parquet`; the state
-     is that path.
+     (corpus/decontam/index.py), saves it as `index.npz` and broadcasts it once
+     (`TaskMap.broadcast`: Ray's object store on Ray; locally each worker process loads it once);
+  2. map over shards: the (document, benchmark n-gram) collisions of its rows, spilled to
+     `hits-SSSSS.npz`; the task returns only how many documents hold each colliding n-gram;
+  3. the driver sums those counts into one counter per indexed n-gram (memory: the index's size,
+     not the corpus's): an n-gram found in >= `common_threshold` documents is common usage ("of
+     the following", a famous quote), not contamination, and is ignored (the AFM report: 1000);
+  4. map over shards: every document with a remaining collision is contaminated; its most specific
+     match (longest n) is recorded -- benchmark, item id, the n-gram -- in
+     `contaminated-SSSSS.parquet`. The state is those files, in shard order.
 apply: drops those ids with reason `contaminated:<benchmark>` and a JSON `drop_detail`
 ({benchmark, item, ngram, n, n_matches}) on the rejects.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import partial
@@ -27,18 +28,19 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+from manifests.storage import Location
 
 from ..config import require
 from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
 from ..dedup.drops import check_columns
 from ..dedup.ngrams import tokenize
+from ..dedup.spill import as_location, iter_batches, load_arrays, read_table, save_arrays, write_table
 from ..registry import register
-from ..stage import Filter, GlobalStage, Stage, StageResult, TaskMap, drop_by_reason, with_columns
+from ..stage import Filter, GlobalStage, Shared, Stage, StageResult, TaskMap, drop_by_reason, with_columns
 
 log = logging.getLogger("cidermill.decontam")
-_INDEX_CACHE: dict[str, NgramIndex] = {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,13 +63,6 @@ class DecontamConfig:
         require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
 
 
-def load_index(path: str) -> NgramIndex:
-    if path not in _INDEX_CACHE:
-        _INDEX_CACHE.clear()
-        _INDEX_CACHE[path] = NgramIndex.load(path)
-    return _INDEX_CACHE[path]
-
-
 def build_index(cfg: DecontamConfig) -> NgramIndex:
     folder = benchmarks_dir(cfg.benchmarks_dir)
     items = {name: load_items(name, folder) for name in cfg.benchmarks}
@@ -76,28 +71,31 @@ def build_index(cfg: DecontamConfig) -> NgramIndex:
     return NgramIndex.build(items, min_n=cfg.min_n, max_n=cfg.max_n)
 
 
-def collisions_shard(item: tuple[int, str], *, cfg: DecontamConfig, index_path: str, outdir: str):
+def _hits_file(outdir: Location, shard: int) -> Location:
+    return outdir.join(f"hits-{shard:05d}.npz")
+
+
+def collisions_shard(item: tuple[int, Location], *, cfg: DecontamConfig, index: Shared, outdir: Location):
     """Spill (row, n-gram key) collisions of one shard; return (keys, document counts)."""
-    i, path = item
-    check_columns(path, ["id", cfg.field], "decontaminate_v1")
-    index = load_index(index_path)
+    i, shard = item
+    check_columns(shard, ["id", cfg.field], "decontaminate_v1")
+    idx = index.get()
     rows, keys = [], []
     offset = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg.batch_rows, columns=[cfg.field]):
-        doc, k, pos = index.find(tokenize(batch.column(0)))
+    for batch in iter_batches(shard, columns=[cfg.field], batch_rows=cfg.batch_rows):
+        doc, k, pos = idx.find(tokenize(batch.column(0)))
         rows.append(doc + offset)
-        keys.append(index.key(k, pos))
+        keys.append(idx.key(k, pos))
         offset += batch.num_rows
     rows_a = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     keys_a = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    np.savez(os.path.join(outdir, f"hits-{i:05d}.npz"), rows=rows_a, keys=keys_a)
+    save_arrays(_hits_file(outdir, i), rows=rows_a, keys=keys_a)
     return np.unique(keys_a, return_counts=True)
 
 
-def contaminated_rows(hits_path: str, common: np.ndarray, n_of_key) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def contaminated_rows(hits: dict, common: np.ndarray, n_of_key) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, chosen key, number of non-common matches) per contaminated row of one shard."""
-    z = np.load(hits_path)
-    rows, keys = z["rows"], z["keys"]
+    rows, keys = hits["rows"], hits["keys"]
     keep = ~np.isin(keys, common)
     rows, keys = rows[keep], keys[keep]
     if not len(rows):
@@ -111,6 +109,37 @@ def contaminated_rows(hits_path: str, common: np.ndarray, n_of_key) -> tuple[np.
     return rows[starts], keys[starts], counts
 
 
+def contaminated_shard(item: tuple[int, Location], *, index: Shared, common: np.ndarray, outdir: Location) -> int:
+    """One shard's contaminated rows with their most specific match; returns how many."""
+    i, shard = item
+    idx = index.get()
+    rows, keys, n_matches = contaminated_rows(load_arrays(_hits_file(outdir, i), "decontaminate_v1"), common,
+                                              lambda k: idx.ns[k >> 40])
+    ids = read_table(shard, ["id"]).column("id").take(pa.array(rows, pa.int64())).to_pylist() if len(rows) else []
+    out: dict[str, list] = {k: [] for k in ("benchmark", "item", "ngram", "n")}
+    for key in keys.tolist():
+        d = idx.describe(key)
+        for k in out:
+            out[k].append(d[k])
+    write_table(outdir.join(f"contaminated-{i:05d}.parquet"), pa.table({
+        "id": pa.array(ids, pa.string()), "benchmark": pa.array(out["benchmark"], pa.string()),
+        "item": pa.array(out["item"], pa.string()), "ngram": pa.array(out["ngram"], pa.string()),
+        "n": pa.array(out["n"], pa.int32()), "n_matches": pa.array(n_matches.tolist(), pa.int32())}))
+    return len(ids)
+
+
+def common_ngrams(index: NgramIndex, counts: list[tuple[np.ndarray, np.ndarray]], threshold: int) -> np.ndarray:
+    """Packed keys of the indexed n-grams found in >= `threshold` documents over all shards: one
+    counter per indexed n-gram, so the driver's memory follows the index, not the corpus."""
+    base = np.r_[0, np.cumsum([len(h) for h in index.hashes])].astype(np.int64)
+    totals = np.zeros(base[-1], np.int64)
+    for keys, n_docs in counts:
+        np.add.at(totals, base[keys >> 40] + (keys & ((1 << 40) - 1)), n_docs)
+    flat = np.flatnonzero(totals >= threshold)
+    k = np.searchsorted(base, flat, side="right") - 1
+    return index.key(k, flat - base[k])
+
+
 @register
 class Decontaminate(GlobalStage):
     """Drops documents sharing an n-gram with a benchmark item (`contaminated:<benchmark>`)."""
@@ -122,68 +151,52 @@ class Decontaminate(GlobalStage):
         folder = benchmarks_dir(self.config.benchmarks_dir)
         return {**super().describe(), "data": {n: data_info(n, folder) for n in self.config.benchmarks}}
 
-    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> str:
+    def build(self, shards: list, *, workdir, tasks: TaskMap) -> list[Location]:
         cfg = self.config
-        outdir = os.path.join(workdir, "decontam")
-        os.makedirs(outdir, exist_ok=True)
+        shards = [as_location(s) for s in shards]
+        outdir = as_location(workdir).join("decontam")
+        outdir.mkdir()
         index = build_index(cfg)
-        index_path = index.save(os.path.join(outdir, "index.npz"))
+        saved = index.save(outdir.join("index.npz"))
         log.info("decontam index: %d n-grams from %d items", index.n_ngrams, len(index.item_ids))
-        counts = tasks.map(partial(collisions_shard, cfg=cfg, index_path=index_path, outdir=outdir),
-                           list(enumerate(shards)))
-        all_keys = np.concatenate([k for k, _ in counts]) if counts else np.zeros(0, np.int64)
-        all_counts = np.concatenate([c for _, c in counts]) if counts else np.zeros(0, np.int64)
-        uniq, inverse = np.unique(all_keys, return_inverse=True)
-        totals = np.bincount(inverse, weights=all_counts, minlength=len(uniq)).astype(np.int64)
-        common = uniq[totals >= cfg.common_threshold]
+        shared = tasks.broadcast(index, saved=saved, load=NgramIndex.load)
+        counts = tasks.map(partial(collisions_shard, cfg=cfg, index=shared, outdir=outdir), list(enumerate(shards)))
+        common = common_ngrams(index, counts, cfg.common_threshold)
+        del counts
         if len(common):
             log.info("decontam: %d benchmark n-grams are common usage (>= %d documents), ignored",
                      len(common), cfg.common_threshold)
-        n_values = index.ns
-        n_of_key = lambda keys: n_values[keys >> 40]  # noqa: E731
-        out: dict[str, list] = {k: [] for k in ("id", "benchmark", "item", "ngram", "n", "n_matches")}
-        for i, path in enumerate(shards):
-            rows, keys, n_matches = contaminated_rows(os.path.join(outdir, f"hits-{i:05d}.npz"), common, n_of_key)
-            if not len(rows):
-                continue
-            ids = pq.read_table(path, columns=["id"]).column("id").take(pa.array(rows)).to_pylist()
-            for rid, key, m in zip(ids, keys.tolist(), n_matches.tolist()):
-                d = index.describe(key)
-                out["id"].append(rid)
-                for k in ("benchmark", "item", "ngram", "n"):
-                    out[k].append(d[k])
-                out["n_matches"].append(m)
-        table = pa.table({"id": pa.array(out["id"], pa.string()), "benchmark": pa.array(out["benchmark"], pa.string()),
-                          "item": pa.array(out["item"], pa.string()), "ngram": pa.array(out["ngram"], pa.string()),
-                          "n": pa.array(out["n"], pa.int32()), "n_matches": pa.array(out["n_matches"], pa.int32())})
-        path = os.path.join(outdir, "contaminated.parquet")
-        pq.write_table(table, path)
-        return path
+        tasks.map(partial(contaminated_shard, index=shared, common=common, outdir=outdir), list(enumerate(shards)))
+        return [outdir.join(f"contaminated-{i:05d}.parquet") for i in range(len(shards))]
 
-    def bind(self, state: str) -> Stage:
+    def bind(self, state) -> Stage:
         return ApplyDecontam(self.config, state)
 
 
-_ARTIFACT_CACHE: dict[str, pa.Table] = {}
+_ARTIFACT_CACHE: dict[tuple, pa.Table] = {}
 
 
-def _artifact(path: str) -> pa.Table:
-    if path not in _ARTIFACT_CACHE:
+def _artifact(state) -> pa.Table:
+    """The contaminated rows of every shard, in shard order (a legacy state is one path)."""
+    locs = [as_location(s) for s in (state if isinstance(state, (list, tuple)) else [state])]
+    key = tuple(loc.uri for loc in locs)
+    if key not in _ARTIFACT_CACHE:
         _ARTIFACT_CACHE.clear()
-        _ARTIFACT_CACHE[path] = pq.read_table(path).combine_chunks()
-    return _ARTIFACT_CACHE[path]
+        _ARTIFACT_CACHE[key] = pa.concat_tables([read_table(loc, what="decontaminate_v1") for loc in locs]
+                                                ).combine_chunks()
+    return _ARTIFACT_CACHE[key]
 
 
 class ApplyDecontam(Filter):
     name = "decontaminate_v1"
     Config = DecontamConfig
 
-    def __init__(self, config, path: str):
+    def __init__(self, config, state):
         super().__init__(config)
-        self.path = path
+        self.state = state
 
     def _matches(self, table: pa.Table) -> tuple[pa.Table, pa.Array]:
-        art = _artifact(self.path)
+        art = _artifact(self.state)
         return art, pc.index_in(table.column("id"), value_set=art.column("id"))
 
     def reasons(self, table: pa.Table) -> pa.Array:

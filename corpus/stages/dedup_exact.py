@@ -48,7 +48,7 @@ class ExactDedup(FirstOccurrenceDedup):
     name = "exact_dedup_v1"
     Config = ExactDedupConfig
     Apply = ApplyExactDedup
-    artifact = "exact_duplicates.parquet"
+    artifact = "exact_dedup"
 
     def normalise(self, values: pa.ChunkedArray) -> pa.ChunkedArray:
         return normalised(values, self.config)

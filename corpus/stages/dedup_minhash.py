@@ -1,33 +1,39 @@
 """Global fuzzy dedup: MinHash over word n-grams, LSH (bands x rows), connected components.
 
-build (through the executor's TaskMap, so it runs on the process pool or on Ray):
-  1. every shard in parallel: MinHash signatures of its rows, streamed by row batch and written to
-     `<workdir>/minhash/sig-NNNNN.npy` (uint32, rows x num_perm) -- memory is one batch;
-  2. the driver, one band at a time: band keys of all documents (memory-mapped columns), an edge
-     from each bucket's first document to every other member, optionally checked against the full
-     signatures (`min_similarity`), then connected components over all edges;
-  3. in every component the document first in (shard, row) order is kept, the others are written to
-     `<workdir>/minhash/near_duplicates.parquet` (id, kept_id). The state is that path.
+build, driver-light (through the executor's TaskMap: the process pool or Ray tasks; every file on
+the storage filesystem under `<workdir>/minhash/`, so an `s3://` root works; the driver only adds
+up counts):
+  1. map over shards: MinHash signatures of the shard's rows, by row batch, saved whole as
+     `sig-SSSSS.u32` (uint32, rows x num_perm), and every (band, band key, row) record split by a
+     hash of its bucket (band, key) into P partitions: `buckets-PPPP/SSSSS.npz`;
+  2. map over partitions: per band, an edge from each bucket's first document (in (shard, row)
+     order) to every other member, optionally checked against the two full signatures read back
+     from storage (`min_similarity`: removes chance band collisions);
+  3. connected components on the workers (corpus/dedup/components.py: large-star / small-star
+     rounds over hash-partitioned edges);
+  4. map over partitions: every document that is not its component's first is written with the
+     kept document's id to `near-PPPP.parquet` (id, kept_id). The state is those files.
+A bucket lives whole in one partition, so the edges, the components and the kept documents are the
+ones a single process finds over the whole corpus, whatever P, the workers or the executor.
 apply: drops the listed ids as `near_duplicate`.
-
-The kept document does not depend on which worker ran what: the order is the shard order the
-executor gives and the row order inside each shard.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+from manifests.storage import Location
 
 from ..config import require
+from ..dedup.components import star_components, write_edges
 from ..dedup.drops import DropIds, check_columns, write_drop_ids
-from ..dedup.lsh import SignatureStore, near_duplicate_drops
-from ..dedup.minhash import MinHasher, MinHashParams
+from ..dedup.lsh import SignatureReader, band_records, bucket_edges, bucket_key
+from ..dedup.minhash import MinHasher, MinHashParams, jaccard_estimate
+from ..dedup.spill import (as_location, ids_of, iter_batches, load_arrays, n_partitions, num_rows, pack,
+                           partition_of, save_arrays, split_by_partition)
 from ..registry import register
 from ..stage import GlobalStage, Stage, TaskMap
 
@@ -55,29 +61,66 @@ class MinHashDedupConfig:
         return MinHashParams(num_perm=self.bands * self.rows, ngram=self.ngram, seed=self.seed)
 
 
-def signature_shard(item: tuple[int, str], *, cfg: MinHashDedupConfig, outdir: str) -> tuple[str, str]:
-    """Signatures of one shard, written next to a `has shingles` mask; returns the two paths."""
-    index, path = item
-    check_columns(path, ["id", cfg.field], "minhash_dedup_v1")
+def _bucket_file(outdir: Location, part: int, shard: int) -> Location:
+    return outdir.join(f"buckets-{part:04d}", f"{shard:05d}.npz")
+
+
+def _sig_file(outdir: Location, shard: int) -> Location:
+    return outdir.join(f"sig-{shard:05d}.u32")
+
+
+def signature_shard(item: tuple[int, Location], *, cfg: MinHashDedupConfig, outdir: Location, parts: int) -> int:
+    """Map side: one shard's signatures and its band records by partition; returns its row count."""
+    index, shard = item
+    check_columns(shard, ["id", cfg.field], "minhash_dedup_v1")
     hasher = MinHasher(cfg.params)
-    pf = pq.ParquetFile(path)
-    n = pf.metadata.num_rows
-    sig_path = os.path.join(outdir, f"sig-{index:05d}.npy")
-    has_path = os.path.join(outdir, f"has-{index:05d}.npy")
-    sig = np.lib.format.open_memmap(sig_path + ".tmp.npy", mode="w+", dtype=np.uint32,
-                                    shape=(n, cfg.params.num_perm))
+    n = num_rows(shard)
+    sig = np.empty((n, cfg.params.num_perm), np.uint32)
     has = np.zeros(n, bool)
     row = 0
-    for batch in pf.iter_batches(batch_size=cfg.batch_rows, columns=[cfg.field]):
+    for batch in iter_batches(shard, columns=[cfg.field], batch_rows=cfg.batch_rows):
         s, h = hasher.signatures(batch.column(0))
         sig[row:row + len(s)] = s
         has[row:row + len(s)] = h
         row += len(s)
-    sig.flush()
-    del sig
-    os.replace(sig_path + ".tmp.npy", sig_path)
-    np.save(has_path, has)
-    return sig_path, has_path
+    if cfg.min_similarity is not None:
+        _sig_file(outdir, index).write_bytes_atomic(sig.tobytes())
+    band, keys, nodes = band_records(sig, has, pack(index, np.arange(n)), bands=cfg.bands, rows=cfg.rows)
+    for p, sel in enumerate(split_by_partition(partition_of(bucket_key(band, keys), parts), parts)):
+        save_arrays(_bucket_file(outdir, p, index), band=band[sel].astype(np.int16), key=keys[sel], node=nodes[sel])
+    return n
+
+
+def bucket_partition(part: int, *, cfg: MinHashDedupConfig, outdir: Location, n_shards: int, parts: int) -> int:
+    """Reduce side: the (verified) edges of this partition's buckets, addressed for components."""
+    arrays = [load_arrays(_bucket_file(outdir, part, s), "minhash_dedup_v1") for s in range(n_shards)]
+    band = np.concatenate([a["band"] for a in arrays]) if arrays else np.zeros(0, np.int16)
+    keys = np.concatenate([a["key"] for a in arrays]) if arrays else np.zeros(0, np.uint64)
+    nodes = np.concatenate([a["node"] for a in arrays]) if arrays else np.zeros(0, np.int64)
+    reader = SignatureReader([_sig_file(outdir, s) for s in range(n_shards)], cfg.params.num_perm)
+    src_all, dst_all = [], []
+    for b in np.unique(band).tolist():
+        sel = band == b  # shard files in order, rows in order inside each: nodes increase
+        src, dst = bucket_edges(keys[sel], nodes[sel])
+        if cfg.min_similarity is not None and len(src):
+            ok = jaccard_estimate(reader.rows(src), reader.rows(dst)) >= cfg.min_similarity
+            src, dst = src[ok], dst[ok]
+        src_all.append(src)
+        dst_all.append(dst)
+    src = np.concatenate(src_all) if src_all else np.zeros(0, np.int64)
+    dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int64)
+    write_edges(outdir.join("cc"), "ls", 0, part, src, dst, parts, both_directions=True)
+    return len(src)
+
+
+def near_duplicate_ids(item: tuple[int, Location], *, shards: list[Location], outdir: Location) -> int:
+    """The ids of one partition's dropped documents and of the documents kept in their stead."""
+    part, leaves = item
+    z = load_arrays(leaves, "minhash_dedup_v1 components")
+    order = np.argsort(z["node"], kind="stable")
+    node, root = z["node"][order], z["root"][order]
+    write_drop_ids(outdir.join(f"near-{part:04d}.parquet"), ids_of(shards, node), {"kept_id": ids_of(shards, root)})
+    return len(node)
 
 
 @register
@@ -87,20 +130,21 @@ class MinHashDedup(GlobalStage):
     name = "minhash_dedup_v1"
     Config = MinHashDedupConfig
 
-    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> str | None:
-        outdir = os.path.join(workdir, "minhash")
-        os.makedirs(outdir, exist_ok=True)
-        paths = tasks.map(partial(signature_shard, cfg=self.config, outdir=outdir), list(enumerate(shards)))
-        if not paths:
+    def build(self, shards: list, *, workdir, tasks: TaskMap) -> list[Location] | None:
+        shards = [as_location(s) for s in shards]
+        if not shards:
             return None
-        store = SignatureStore([p[0] for p in paths], [p[1] for p in paths])
-        dropped, kept = near_duplicate_drops(store, bands=self.config.bands, rows=self.config.rows,
-                                             min_similarity=self.config.min_similarity)
-        ids = _ids_at(shards, store.offsets, np.concatenate([dropped, kept]))
-        return write_drop_ids(os.path.join(outdir, "near_duplicates.parquet"),
-                              ids.slice(0, len(dropped)), {"kept_id": ids.slice(len(dropped))})
+        outdir = as_location(workdir).join("minhash")
+        outdir.mkdir()
+        parts = n_partitions(tasks, len(shards))
+        cfg = self.config
+        tasks.map(partial(signature_shard, cfg=cfg, outdir=outdir, parts=parts), list(enumerate(shards)))
+        tasks.map(partial(bucket_partition, cfg=cfg, outdir=outdir, n_shards=len(shards), parts=parts), range(parts))
+        leaves, _ = star_components(tasks, outdir.join("cc"), parts)
+        tasks.map(partial(near_duplicate_ids, shards=shards, outdir=outdir), list(enumerate(leaves)))
+        return [outdir.join(f"near-{p:04d}.parquet") for p in range(parts)]
 
-    def bind(self, state: str | None) -> Stage:
+    def bind(self, state) -> Stage:
         return ApplyMinHashDedup(self.config, state)
 
 
@@ -108,15 +152,3 @@ class ApplyMinHashDedup(DropIds):
     name = "minhash_dedup_v1"
     Config = MinHashDedupConfig
     reason = "near_duplicate"
-
-
-def _ids_at(shards: list[str], offsets: np.ndarray, global_idx: np.ndarray) -> pa.Array:
-    """The `id` values at global row indices (reading only the shards that hold them)."""
-    out: list = [None] * len(global_idx)
-    shard_of = np.searchsorted(offsets, global_idx, side="right") - 1
-    for s in np.unique(shard_of):
-        sel = np.flatnonzero(shard_of == s)
-        ids = pq.read_table(shards[s], columns=["id"]).column("id")
-        for i, v in zip(sel.tolist(), ids.take(pa.array(global_idx[sel] - offsets[s])).to_pylist()):
-            out[i] = v
-    return pa.array(out, pa.string())

@@ -39,7 +39,7 @@ class UrlDedup(FirstOccurrenceDedup):
     name = "url_dedup_v1"
     Config = UrlDedupConfig
     Apply = ApplyUrlDedup
-    artifact = "url_duplicates.parquet"
+    artifact = "url_dedup"
 
     def normalise(self, values: pa.ChunkedArray) -> pa.ChunkedArray:
         return normalise_urls(values)

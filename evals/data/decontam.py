@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpus.decontam.benchmarks import benchmarks_dir, load_items
+from corpus.dedup.drops import read_drops
 from corpus.executors.local import LocalTaskMap
 from corpus.registry import stage_class
 
@@ -104,7 +105,7 @@ def run(args) -> EvalReport:
         start = time.perf_counter()
         state = stage.build(paths, workdir=str(Path(tmp) / "work"), tasks=LocalTaskMap(1))
         seconds = time.perf_counter() - start
-        found = {r["id"]: r for r in pq.read_table(state).to_pylist()}
+        found = {r["id"]: r for r in read_drops(state).to_pylist()}  # corpus/dedup/drops.py
 
     per_form = []
     for form in FORMS:

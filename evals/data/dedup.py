@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpus.dedup.drops import read_drops
 from corpus.executors.local import LocalTaskMap
 from corpus.registry import stage_class
 from evals.shared import shared_root
@@ -114,7 +115,7 @@ def run(args) -> EvalReport:
         start = time.perf_counter()
         state = stage.build(paths, workdir=str(Path(tmp) / "work"), tasks=LocalTaskMap(1))
         seconds = time.perf_counter() - start
-        pairs = pq.read_table(state).to_pylist() if state else []
+        pairs = read_drops(state).to_pylist() if state else []  # corpus/dedup/drops.py
     text_of = {r["id"]: r["text"] for r in all_rows}
     dropped = {p["id"]: p["kept_id"] for p in pairs}
 
