@@ -144,7 +144,6 @@ def test_s3_run_killed_and_resumed_gives_the_local_ids(tmp_path, c4_docs, s3_ser
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="global stages on object stores: wt-globals")
 def test_global_stages_on_s3_give_the_local_ids(tmp_path, c4_docs, s3_server):
     """URL, exact and MinHash dedup and decontamination with an `s3://` root and inputs."""
     folder = tmp_path / "in"
