@@ -130,6 +130,11 @@ def test_elements_whose_class_or_id_names_boilerplate_are_left_out_but_never_the
     kept = extract_mod.extract_page(page, "text/html", None, block_rules=BlockRules(skip_class_words=()))
     # resiliparse and the block rules alone keep the author box (a long, link-free paragraph)
     assert kept.text.endswith("for our local desk.")
+    # a skip word on the content's own container would take the article with it: the skip is not applied
+    own = page.replace(b"<article class='post post-meta'>", b"<article><div class='entry has-related-posts'>")
+    own = own.replace(b"</article>", b"</div></article>")
+    read = extract_mod.extract_page(own, "text/html", None)
+    assert read.extractor == "blocks" and read.text == kept.text  # (without the guard: trafilatura's fallback)
 
 
 def test_text_is_nfc_without_soft_hyphens_zero_width_or_ruby_on_both_extractor_paths():
