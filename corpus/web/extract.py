@@ -159,9 +159,10 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     else:
         text, good_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum, skip=block_rules.skip_selectors()),
                                          block_rules)
-        if block_rules.skip_class_words:
+        if block_rules.skip_class_words and good_chars < fallback_below_chars:
             # A skip word on the content's own container (`class="entry has-related"`) takes the article
-            # with it: when the skip loses most of the page's text, the page is read without it.
+            # with it: when the skip leaves too little text and loses most of it, the page is read without it
+            # (checked only then, so that most pages are rendered once).
             plain, plain_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules)
             if good_chars < block_rules.min_skip_kept * plain_chars:
                 text, good_chars = plain, plain_chars
