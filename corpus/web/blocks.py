@@ -18,6 +18,14 @@ are bad); a `short` block stays only between
 two good ones; a heading stays when a good block follows it before the next heading. The result is
 the kept blocks' text and its length (ideographs weighted x3), which tells the caller how much main
 text the page had, and so whether a second extractor should look at the page.
+
+Before any of that, elements whose class or id names a boilerplate role (caption, share, related,
+newsletter, byline, footer, tags ...; `BlockRules.skip_class_words`) are left out of resiliparse's
+rendering: what a page's own markup calls boilerplate, in words the web's templates use whatever the
+page's language (Readability and trafilatura use the same kind of signal). Where that would remove
+most of the main text (the word sits on the content's own container), the page is read without it. Measured on both development
+sets, halves tuned and checked apart: it lowers boilerplate kept on trafilatura's pages by about a third
+and costs a little recall on Readability's (captions and author boxes are in its gold).
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ _SPACES = re.compile(r"[ \t\r\f\v]+")
 _WIDE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
+# Substrings of class/id values that name a boilerplate role (matched case-insensitively).
+BOILERPLATE_CLASS_WORDS = ("caption", "newsletter", "related", "share", "social", "sidebar", "breadcrumb",
+                           "subscribe", "promo", "widget", "rating", "byline", "author", "footer", "tags", "meta")
+
+
 @dataclass(frozen=True, kw_only=True)
 class BlockRules:
     max_link_density: float = 0.5
@@ -43,6 +56,14 @@ class BlockRules:
     short_chars: int = 50
     copyright_bad: bool = True  # a block with a copyright sign is boilerplate (a script-independent cue)
     strict_near: bool = True  # a `near` block needs a good neighbour (else: just not two bad ones)
+    skip_class_words: tuple[str, ...] = BOILERPLATE_CLASS_WORDS  # elements left out before blocks are made
+    min_skip_kept: float = 0.5  # the skip must keep this share of the page's main text, else it is not applied
+
+    def skip_selectors(self) -> list[str]:
+        """CSS selectors for resiliparse's `skip_elements`: class or id containing a skip word, never
+        the page's outer containers (a theme's `<body class="has-sidebar">` must not skip the page)."""
+        return [f'[{attr}*="{word}" i]:not(html):not(body):not(main):not(article)'
+                for word in self.skip_class_words for attr in ("class", "id")]
 
 
 @dataclass

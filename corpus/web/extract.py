@@ -6,7 +6,8 @@ benchmarks/web_extract.py):
 - `resiliparse`: resiliparse's main-content heuristics, without alt texts; ~6x trafilatura's speed,
   high recall, but it keeps boilerplate lines (bylines, captions, related links, cookie text).
 - `trafilatura`: trafilatura's `extract` (with its fallbacks unless `trafilatura_fast`).
-- `hybrid` (default): resiliparse's pick as blocks, then block-level boilerplate removal
+- `hybrid` (default): resiliparse's pick as blocks, without elements whose class/id names a
+  boilerplate role, then block-level boilerplate removal
   (corpus/web/blocks.py: link density, length, context); when fewer than `fallback_below_chars`
   characters of confident main text remain (a page resiliparse did not understand: listings, odd
   layouts, tiny articles), trafilatura decides instead.
@@ -90,12 +91,13 @@ def resiliparse_text(tree, *, comments: bool = False) -> str:
     return extract_plain_text(tree, main_content=True, alt_texts=False, comments=comments, skip_elements=_SKIP)
 
 
-def resiliparse_blocks(tree, *, comments: bool = False) -> str:
-    """resiliparse's main-content pick as minimal HTML with links (input to corpus/web/blocks.py)."""
+def resiliparse_blocks(tree, *, comments: bool = False, skip: list[str] = ()) -> str:
+    """resiliparse's main-content pick as minimal HTML with links (input to corpus/web/blocks.py);
+    `skip`: CSS selectors of further elements to leave out."""
     from resiliparse.extract.html2text import extract_plain_text
 
     return extract_plain_text(tree, preserve_formatting="minimal_html", main_content=True, alt_texts=False,
-                              comments=comments, links=True, skip_elements=_SKIP)
+                              comments=comments, links=True, skip_elements=_SKIP + list(skip))
 
 
 def trafilatura_text(html: str, *, url: str | None, fast: bool, favor_precision: bool,
@@ -155,7 +157,15 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     elif extractor == "resiliparse":
         text = resiliparse_text(tree, comments=forum)
     else:
-        text, good_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules)
+        text, good_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum, skip=block_rules.skip_selectors()),
+                                         block_rules)
+        if block_rules.skip_class_words and good_chars < fallback_below_chars:
+            # A skip word on the content's own container (`class="entry has-related"`) takes the article
+            # with it: when the skip leaves too little text and loses most of it, the page is read without it
+            # (checked only then, so that most pages are rendered once).
+            plain, plain_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules)
+            if good_chars < block_rules.min_skip_kept * plain_chars:
+                text, good_chars = plain, plain_chars
         used = "blocks"
         if good_chars < fallback_below_chars:
             fallback = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 
 import pyarrow as pa
 import pytest
 
 from corpus.registry import stage_class
 from corpus.web import extract as extract_mod
+from corpus.web.blocks import BlockRules
 from corpus.web.charset import decode_html
 
 from .conftest import warc_rows
@@ -111,6 +113,41 @@ def test_forum_threads_keep_their_posts_and_text_is_cleaned():
     text = extract_mod.extract_page(ruby, "text/html", None).text
     assert "漢字を読む。" in text and "かんじ" not in text and "(" not in text
     assert "cooperate Café" in text and "\u00ad" not in text
+
+
+def test_elements_whose_class_or_id_names_boilerplate_are_left_out_but_never_the_page():
+    body = "The council decided yesterday to repair the bridge over the river before the summer. " * 12
+    page = ("<html><body class='Has-Sidebar'><main id='main-share-root'><article class='post post-meta'>"
+            f"<p>{body}</p><figure><img src='a.jpg'><div class='Photo-Caption'>The old bridge, seen from the "
+            "south bank in the early morning light (Photo: Jane Doe)</div></figure>"
+            "<div id='newsletterBox'><p>Sign up for our weekly newsletter and never miss a single story "
+            "from our newsroom again, it is free.</p></div>"
+            f"<p>{body}</p><div class='author-bio'><p>Jane Doe writes about cities, bridges and the people "
+            "who keep them standing for our local desk.</p></div></article></main></body></html>").encode()
+    got = extract_mod.extract_page(page, "text/html", "https://example.org/2021/bridge.html")
+    assert got.extractor == "blocks"
+    assert got.text == "\n".join([body.strip(), body.strip()])  # outer containers with a skip word stay
+    kept = extract_mod.extract_page(page, "text/html", None, block_rules=BlockRules(skip_class_words=()))
+    # resiliparse and the block rules alone keep the author box (a long, link-free paragraph)
+    assert kept.text.endswith("for our local desk.")
+    # a skip word on the content's own container would take the article with it: the skip is not applied
+    own = page.replace(b"<article class='post post-meta'>", b"<article><div class='entry has-related-posts'>")
+    own = own.replace(b"</article>", b"</div></article>")
+    read = extract_mod.extract_page(own, "text/html", None)
+    assert read.extractor == "blocks" and read.text == kept.text  # (without the guard: trafilatura's fallback)
+
+
+def test_text_is_nfc_without_soft_hyphens_zero_width_or_ruby_on_both_extractor_paths():
+    # NFD "é" (e + combining acute), a soft hyphen, a zero-width space and a ruby reading in each page;
+    # the long page is handled by the blocks, the short one (< 800 characters) by trafilatura.
+    sentence = "Cafe\u0301 co\u00adoperation in To\u200bkyo: <ruby>漢字<rp>(</rp><rt>かんじ</rt><rp>)</rp></ruby>を読む。 "
+    for repeats, used in ((40, "blocks"), (4, "trafilatura")):
+        page = f"<html><body><article><p>{sentence * repeats}</p></article></body></html>".encode()
+        got = extract_mod.extract_page(page, "text/html", None)
+        assert got.extractor == used
+        assert "Café cooperation in Tokyo: 漢字を読む。" in got.text
+        assert unicodedata.is_normalized("NFC", got.text)
+        assert not set(got.text) & {"\u00ad", "\u200b", "\u0301"} and "かんじ" not in got.text
 
 
 def test_shingle_and_snippet_metrics_by_hand():
