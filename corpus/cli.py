@@ -18,7 +18,7 @@ from manifests.errors import CidermillError, ConfigError
 GROUPS: dict[str, tuple[str, str]] = {
     "data": ("manifests.cli", "dataset versions: ls, show, verify, diff"),
     "corpus": ("corpus.cli", "run pipelines, list stages"),
-    "mix": ("corpus.mix_cli", "tokenizers, tokenized datasets, mixtures, ablations"),
+    "mix": ("corpus.mix.cli", "tokenizers, tokenized datasets, mixtures, ablations"),
     "synth": ("synth.cli", "synthetic post-training data"),
     "train": ("training.cli", "pretraining, distillation, pruning, post-training"),
     "eval": ("evals.cli", "evaluations of data and models"),

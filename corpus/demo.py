@@ -17,7 +17,7 @@ from .pipeline import load_pipeline
 from .report import stats_table
 
 # Later areas add a module with `run(root: str) -> None`; missing ones are skipped.
-DEMO_STEPS = ["corpus.classify.demo", "corpus.mix_demo", "synth.demo", "training.demo", "evals.model.demo",
+DEMO_STEPS = ["corpus.classify.demo", "corpus.mix.demo", "synth.demo", "training.demo", "evals.model.demo",
               "training.post_demo", "training.quantize.demo"]
 
 

@@ -29,7 +29,7 @@ from manifests.names import validate_name
 from manifests.manifest import canonical_json, config_hash
 from manifests.storage import Location
 
-from .config import build_config, parse_size, require
+from manifests.config import build_config, parse_size, require
 from .readers import InputFile, make_reader
 from .registry import stage_class
 from .stage import GlobalStage, Stage

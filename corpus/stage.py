@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from manifests.manifest import StageStats
 
-from .config import build_config, config_to_dict
+from manifests.config import build_config, config_to_dict
 
 DROP_REASON = "drop_reason"
 DROP_STAGE = "drop_stage"

@@ -23,7 +23,7 @@ from manifests.errors import ConfigError
 
 from ..code.language import language_of
 from ..code.license import AMBIGUOUS, PERMISSIVE, UNKNOWN, is_allowed
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..config import require
+from manifests.config import require
 from ..dedup.drops import DropIds, check_columns, write_drop_ids
 from ..dedup.lsh import SignatureStore, near_duplicate_drops
 from ..dedup.minhash import MinHasher, MinHashParams

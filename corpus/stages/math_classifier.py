@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..math.classifier import load_model, predict
 from ..registry import register
 from ..stage import Filter, Scorer

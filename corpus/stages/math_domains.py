@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter
 from .math_classifier import SCORE

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..math.html_math import decode_markup
 from ..math.signals import text_columns
 from ..math.visible import count_delimited, visible_math

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..math.html_math import decode_markup, page_text
 from ..math.qa import extract_qa
 from ..registry import register

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..classify.model import QualityModel
 from ..classify.train import resolve_model
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer
 

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer, StageResult
 from ..web import safety_domains, safety_model, safety_terms

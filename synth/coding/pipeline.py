@@ -18,8 +18,8 @@ from corpus.stage import Stage
 from manifests import Catalog
 from manifests.manifest import PipelineInfo, StageStats
 
-from .questions import CodingDecontam, CodingQuestionDedup, CodingQuestions
-from .triplets import CodingTriplets
+from synth.stages.coding_questions import CodingDecontam, CodingQuestionDedup, CodingQuestions
+from synth.stages.coding_triplets import CodingTriplets
 
 
 def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int = 5, min_tests: int = 2,

@@ -78,7 +78,7 @@ def test_data_ls_of_an_unknown_name_exits_nonzero_with_the_names(tmp_path, capsy
 
 
 def test_tokenizer_artifact_shows_its_vocabulary_not_rows(tmp_path, capsys, c4_docs):
-    from corpus.tokenizer import TokenizerTrainConfig, train_tokenizer
+    from corpus.mix.tokenizer import TokenizerTrainConfig, train_tokenizer
 
     cat = Catalog(str(tmp_path))
     cat.write_table("web", pa.table({"id": [str(i) for i in range(len(c4_docs))], "text": [d["text"] for d in c4_docs]}))
