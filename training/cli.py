@@ -1,6 +1,6 @@
 """`cidermill train ...`: pretraining stages, distillation, pruning, checkpoints. Thin: parse, call, print.
 
-Under torchrun every rank runs the same command (`torchrun --nproc-per-node 8 -m corpus.cli train pretrain
+Under torchrun every rank runs the same command (`torchrun --nproc-per-node 8 -m manifests.main train pretrain
 configs/train/afm-on-device-core.yaml`); only rank 0 prints.
 """
 

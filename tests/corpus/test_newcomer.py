@@ -130,7 +130,7 @@ def test_a_ray_run_prints_no_ray_info_or_deprecation_lines(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [{"text": f"document number {i}"} for i in range(20)])
     yaml_path = _pipeline(tmp_path, [str(tmp_path / "a.jsonl")], tmp_path / "root")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "corpus.cli", "corpus", "run", str(yaml_path), "--executor", "ray",
+    proc = subprocess.run([sys.executable, "-m", "manifests.main", "corpus", "run", str(yaml_path), "--executor", "ray",
                            "--workers", "1", "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert " INFO " not in proc.stderr and "deprecated" not in proc.stderr, proc.stderr

@@ -92,7 +92,7 @@ def trained(byte_root, tmp_path_factory):
 
 
 def test_cli_palettize_manifest_loader_and_heldout_loss(trained, tmp_path):
-    from corpus.cli import main
+    from manifests.main import main
     from training import checkpoint as ckpt
     from training.quantize.evalset import eval_set, mean_loss
     from training.trainer import load_model

@@ -80,7 +80,7 @@ def test_failing_or_silent_commands_stop_with_the_reason(catalog, base, tmp_path
 
 
 def test_cli_build_show_and_ablate(catalog, tokenizer, tmp_path, capsys):
-    from corpus.cli import main
+    from manifests.main import main
 
     root = catalog.root.uri
     yaml_path = tmp_path / "m.yaml"
