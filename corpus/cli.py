@@ -22,6 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--address", help="ray cluster address (implies --executor ray)")
     run.add_argument("--root", help="override output.root (the data root)")
     run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                     help="override any config key, validated like the YAML (repeatable): "
+                          "--set executor.workers=4 --set stages.text_length_v1.min_words=30")
     run.set_defaults(func=cmd_run)
     stages = csub.add_parser("stages", help="list registered stages and their options")
     stages.set_defaults(func=cmd_stages)
@@ -31,6 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args) -> int:
+    from manifests.config import parse_assignment
+
     from .executors import NothingKept, run_pipeline
     from .pipeline import describe_plan, load_pipeline
     from .report import stats_table
@@ -44,6 +49,9 @@ def cmd_run(args) -> int:
         overrides["executor.workers"] = args.workers
     if args.root:
         overrides["output.root"] = args.root
+    for assignment in args.set:
+        key, value = parse_assignment(assignment)
+        overrides[key] = value
     pipeline = load_pipeline(args.pipeline, overrides=overrides)
     if args.dry_run:
         print(describe_plan(pipeline))

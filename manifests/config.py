@@ -1,8 +1,15 @@
-"""Typed configs from plain mappings (YAML), with errors that name the key, the owner and the fix.
+"""The one config library: typed configs from plain mappings (YAML), with errors that name the file,
+the key, the owner and the fix.
 
 Every component owns a frozen, keyword-only dataclass. `build_config` maps a dict onto it one to
-one: unknown keys, missing keys and wrong types raise ConfigError before any work starts, and a
-dataclass's own `__post_init__` checks (ValueError) are re-raised as ConfigError with the owner named.
+one: unknown keys (with a did-you-mean), missing keys and wrong types raise ConfigError before any
+work starts, and a dataclass's own `__post_init__` checks (ValueError) are re-raised as ConfigError
+with the owner named. `Size` and `Count` fields take `64MiB` / `6.3T`. `read_yaml` reads a config
+file and `apply_overrides` applies command-line `--set key.path=value` overrides before validation,
+so an override is checked exactly like the YAML it replaces.
+
+Standard library only (PyYAML is imported when a file is read), so `manifests` keeps depending on
+pyarrow alone and pipelines, mixtures and training configs all use this one copy.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ import dataclasses
 import difflib
 import types
 import typing
-from typing import Any, Literal, Union, get_args, get_origin
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from manifests.errors import ConfigError
 
@@ -36,6 +44,33 @@ def parse_size(value: int | str, *, key: str, where: str) -> int:
     raise ConfigError(f"{key} in {where}: {value!r} is not a size; write e.g. 64MiB, 1GB or 4096")
 
 
+_COUNT_UNITS = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+def parse_count(value: Any, *, key: str, where: str) -> int:
+    """`6.3T`, `100B`, `2M`, `4096`, `1e9` -> an int (units are powers of 1000)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} in {where}: expected a count, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().lower().replace("_", "").replace(",", "")
+        scale = _COUNT_UNITS.get(text[-1:], 1)
+        number = text[:-1] if scale != 1 else text
+        try:
+            return int(round(float(number) * scale))
+        except ValueError:
+            pass
+    raise ConfigError(f"{key} in {where}: {value!r} is not a count; write e.g. 6.3T, 100B, 2M or 4096")
+
+
+# Field types that parse units: `seq_length: Count`, `shard_bytes: Size`.
+Size = Annotated[int, parse_size]
+Count = Annotated[int, parse_count]
+
+
 def require(condition: bool, message: str) -> None:
     """For `__post_init__` checks: raise ValueError(message) unless condition holds."""
     if not condition:
@@ -50,6 +85,9 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
     origin = get_origin(tp)
     if tp is Any:
         return value
+    if origin is Annotated:
+        _, parser = get_args(tp)[:2]
+        return parser(value, key=key, where=where)
     if origin in (Union, types.UnionType):
         args = get_args(tp)
         if value is None and type(None) in args:
@@ -74,8 +112,12 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key} in {where}: expected a list, got {type(value).__name__} {value!r}")
-        (item_tp, *_) = get_args(tp) or (Any,)
-        items = [_coerce(v, item_tp, key=f"{key}[{i}]", where=where) for i, v in enumerate(value)]
+        args = get_args(tp) or (Any,)
+        if origin is tuple and args[-1] is not Ellipsis:  # fixed shape: tuple[float, str]
+            if len(value) != len(args):
+                raise ConfigError(f"{key} in {where}: expected {len(args)} items, got {len(value)}: {value!r}")
+            return tuple(_coerce(v, t, key=f"{key}[{i}]", where=where) for i, (v, t) in enumerate(zip(value, args)))
+        items = [_coerce(v, args[0], key=f"{key}[{i}]", where=where) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
     if origin is dict:
         if not isinstance(value, dict):
@@ -103,6 +145,15 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
     return value
 
 
+def check_keys(mapping: dict, known, *, where: str) -> None:
+    """Unknown keys are a ConfigError with a did-you-mean (or the list of valid keys)."""
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), [str(k) for k in known], n=1)
+            fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(known)) or '(none)'}"
+            raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
+
+
 def build_config(cls: type, mapping: Any, *, where: str) -> Any:
     """Build the frozen dataclass `cls` from `mapping`, or raise ConfigError that says the fix."""
     if mapping is None:
@@ -112,12 +163,8 @@ def build_config(cls: type, mapping: Any, *, where: str) -> Any:
     if not isinstance(mapping, dict):
         raise ConfigError(f"{where}: expected a mapping of options, got {type(mapping).__name__} {mapping!r}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    hints = typing.get_type_hints(cls)
-    for key in mapping:
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(fields)) or '(none)'}"
-            raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
+    hints = typing.get_type_hints(cls, include_extras=True)
+    check_keys(mapping, fields, where=where)
     kwargs = {}
     for name, f in fields.items():
         if name in mapping:
@@ -135,3 +182,89 @@ def build_config(cls: type, mapping: Any, *, where: str) -> Any:
 def config_to_dict(config: Any) -> dict:
     """The canonical, JSON-safe form of a config dataclass (for manifests and cache keys)."""
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config or {})
+
+
+def read_yaml(path: str | Path, *, what: str = "config") -> dict:
+    """A YAML config file as a mapping; a missing file, bad YAML or a non-mapping is a ConfigError naming the file."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a {what} is a mapping of keys; got {type(data).__name__}")
+    return data
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`executor.workers=4` -> ("executor.workers", 4); the value is read as YAML (`[a, b]`, `null`, `1e-3`)."""
+    import yaml
+
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {text!r}: write KEY.PATH=VALUE, e.g. --set executor.workers=4")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {text!r}: the value is not valid YAML ({exc})") from exc
+    return key, value
+
+
+def apply_overrides(data: dict, overrides: dict[str, Any] | list[str], *, where: str) -> dict:
+    """Set dotted keys in a parsed config (a copy is returned; nothing else is changed).
+
+    `a.b.c` walks mappings; in a list of one-key mappings (a pipeline's `stages`) a part picks the item
+    with that key (`stages.text_length_v1.min_words`), and a number picks by position. A missing
+    intermediate mapping is created, so the override is then validated like the same key in the YAML."""
+    import copy
+
+    out = copy.deepcopy(data)
+    items = overrides.items() if isinstance(overrides, dict) else (parse_assignment(o) for o in overrides)
+    for key, value in items:
+        parts = key.split(".")
+        node: Any = out
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            at = ".".join(parts[: depth + 1])
+            if isinstance(node, list):
+                for i, item in enumerate(node):  # `- normalize_text_v1` (no options) becomes a one-key mapping
+                    if item == part:
+                        node[i] = {part: {}}
+                named = [i for i, item in enumerate(node) if isinstance(item, dict) and part in item]
+                if part.isdigit() and int(part) < len(node):
+                    index, inner = int(part), None
+                elif len(named) == 1:
+                    index, inner = named[0], part
+                else:
+                    keys = [str(next(iter(it))) for it in node if isinstance(it, dict) and len(it) == 1]
+                    close = difflib.get_close_matches(part, keys, n=1)
+                    fix = f"did you mean {close[0]!r}?" if close else f"items: {keys or list(range(len(node)))}"
+                    why = "is named twice" if len(named) > 1 else "names no item"
+                    raise ConfigError(f"--set {key}: {at!r} {why} in the list in {where}; {fix}")
+                if inner is None:
+                    if last:
+                        node[index] = value
+                    node = node[index]
+                    continue
+                if last:
+                    node[index][inner] = value
+                    continue
+                if node[index][inner] is None:
+                    node[index][inner] = {}
+                node = node[index][inner]
+                continue
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {key}: {'.'.join(parts[:depth])!r} in {where} is a "
+                                  f"{type(node).__name__}, not a mapping of options")
+            if last:
+                node[part] = value
+            else:
+                if node.get(part) is None:
+                    node[part] = {}
+                node = node[part]
+    return out

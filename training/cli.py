@@ -56,6 +56,7 @@ def add_parser(sub) -> None:
     pl.add_argument("--micro-batch", type=int, help="override the config's micro_batch")
     pl.add_argument("--root", help="data root for mixture references (overrides data.root)")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _set_option(pl)
     pl.set_defaults(func=cmd_plan)
 
     for method, text in (("sft", "supervised fine-tuning on conversations (chat template, loss mask, packing)"),
@@ -67,6 +68,7 @@ def add_parser(sub) -> None:
         pt.add_argument("--out-dir", help="override out_dir")
         pt.add_argument("--init-from", help="override init_from (checkpoint)")
         pt.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
+        _set_option(pt)
         if method == "sft":
             pt.add_argument("--audit", action="store_true",
                             help="print packed samples with masked spans marked [[...]], then stop")
@@ -98,6 +100,18 @@ def _common(p) -> None:
     p.add_argument("--out-dir", help="override out_dir")
     p.add_argument("--root", help="data root for mixture references (overrides data.root)")
     p.add_argument("--mixture", help="mixture NAME[@id] or mixture.json to read instead of the config's data")
+    _set_option(p)
+
+
+def _set_option(p) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override any config key, validated like the YAML (repeatable): --set optim.lr=1e-3")
+
+
+def _sets(args) -> dict:
+    from manifests.config import parse_assignment
+
+    return dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
 
 
 def _load(args, path=None):
@@ -105,7 +119,8 @@ def _load(args, path=None):
 
     from .config import load_config, with_
 
-    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None))
+    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None),
+                      **_sets(args))
     if getattr(args, "root", None):
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
     if getattr(args, "mixture", None):
@@ -220,7 +235,7 @@ def cmd_post(args) -> int:
 
     from .post_config import load_config
 
-    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from)
+    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from, **_sets(args))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

@@ -45,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--workers", type=int, default=0)
     b.add_argument("--eod-token")
     b.add_argument("--check", action="store_true", help="validate only: no tokenizing, nothing written")
+    b.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a mixture key, validated like the YAML (--set token_budget=2M "
+                        "--set components.0.weight=0.3)")
     b.set_defaults(func=cmd_build)
 
     s = msub.add_parser("show", help="print a mixture manifest (catalog ref or mixture.json path)")
@@ -123,7 +126,7 @@ def cmd_build(args) -> int:
     from corpus.mix.mixture_build import _check_component, build_mixture, describe_mixture, load_mixture_spec
     from corpus.mix.tokenizer import load_tokenizer
 
-    spec = load_mixture_spec(args.mixture)
+    spec = load_mixture_spec(args.mixture, args.set)
     cat = _catalog(args)
     if args.check:
         tok = load_tokenizer(spec.tokenizer, catalog=cat, eod_token=args.eod_token)

@@ -11,9 +11,9 @@ import logging
 import math
 from dataclasses import replace
 
-import yaml
 
 from manifests import Catalog, DatasetVersion
+from manifests.config import apply_overrides, read_yaml
 from manifests.errors import ConfigError, ManifestError
 from manifests.mixture import ComponentEntry, MixtureManifest, MixtureSpec, TokenizedRef
 
@@ -24,14 +24,9 @@ from corpus.mix.tokenize_run import KIND, TokenizeConfig, prefix_of, tokenize_ve
 log = logging.getLogger("cidermill.mixture")
 
 
-def load_mixture_spec(path: str) -> MixtureSpec:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the mixture file ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+def load_mixture_spec(path: str, overrides: list[str] | None = None) -> MixtureSpec:
+    """A mixture YAML, with `--set key=value` overrides applied before validation."""
+    data = apply_overrides(read_yaml(path, what="mixture"), overrides or [], where=path)
     return MixtureSpec.from_dict(data, where=path)
 
 
