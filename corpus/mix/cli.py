@@ -37,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--text-field", default="text")
     k.add_argument("--workers", type=int, default=0, help="processes (0: one per core)")
     k.add_argument("--rows-per-task", type=int, default=0)
+    k.add_argument("--executor", choices=["local", "ray"], default="local", help="run the tasks on the local pool or Ray")
+    k.add_argument("--address", help="ray cluster address (implies --executor ray)")
     k.add_argument("--force", action="store_true", help="tokenize again even if a tokenization is published")
     k.set_defaults(func=cmd_tokenize)
 
@@ -108,7 +110,8 @@ def cmd_tokenize(args) -> int:
 
     cat = _catalog(args)
     tok = load_tokenizer(args.tokenizer, catalog=cat, eod_token=args.eod_token)
-    config = TokenizeConfig(text_field=args.text_field, workers=args.workers, rows_per_task=args.rows_per_task)
+    config = TokenizeConfig(text_field=args.text_field, workers=args.workers, rows_per_task=args.rows_per_task,
+                            executor="ray" if args.address else args.executor, address=args.address)
     v = tokenize_version(cat, args.version, tok, config, reuse=not args.force)
     e = v.manifest.extra
     print(f"tokenized {e['source']['name']}@{e['source']['version_id'][:12]} -> {v.name}@{v.version_id[:12]}")

@@ -18,12 +18,11 @@ from __future__ import annotations
 import gc
 import logging
 import math
-import multiprocessing as mp
 import os
 import shutil
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +33,8 @@ from manifests.errors import ConfigError, FatalError, ShardError
 from manifests.manifest import PipelineInfo, config_hash
 from manifests.shards import DEFAULT_ROW_GROUP_ROWS
 
+from corpus.executors import make_task_map
+from corpus.executors.task import with_retries
 from corpus.mix.tokenizer.artifact import tokenizer_identity
 from corpus.mix.tokenizer.base import Tokenizer
 from corpus.mix.tokenize_task import TaskOutcome, TokenizeTask, indexed_dataset, run_tokenize_task
@@ -50,10 +51,14 @@ class TokenizeConfig:
     workers: int = 0  # 0: one per core
     rows_per_task: int = 0  # 0: two tasks per worker, 256 to 65,536 rows, whole row groups when large
     batch_rows: int = 1024  # documents encoded at a time (bounds memory)
+    executor: Literal["local", "ray"] = "local"  # the pipelines' executors run the tasks
+    address: str | None = None  # ray cluster address (the data root must be a path every node mounts)
+    max_task_retries: int = 1  # RetryableError, as in a pipeline
 
     def __post_init__(self):
-        if self.workers < 0 or self.rows_per_task < 0 or self.batch_rows <= 0:
-            raise ConfigError(f"tokenize: workers and rows_per_task must be >= 0, batch_rows > 0; got {self}")
+        if self.workers < 0 or self.rows_per_task < 0 or self.batch_rows <= 0 or self.max_task_retries < 0:
+            raise ConfigError(f"tokenize: workers, rows_per_task and max_task_retries must be >= 0, "
+                              f"batch_rows > 0; got {self}")
 
 
 def token_dtype(vocab_size: int) -> str:
@@ -103,40 +108,36 @@ def plan_tasks(source: DatasetVersion, config: TokenizeConfig, workdir, dtype: s
     return tasks
 
 
-def _pool_context():
-    # Fork: workers inherit the already-imported megatron-core/torch (a ~5 s import each otherwise).
-    # Arrow re-creates its thread pools after fork; nothing else here holds threads at this point.
-    return mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+# Tokenizers by model hash, set in the parent before a forked pool starts: forked workers inherit them,
+# so a task carries the hash, not the tokenizer (no pickling per task). Elsewhere (Ray, spawn) the task
+# carries the tokenizer itself.
+_TOKENIZERS: dict[str, Tokenizer] = {}
 
 
-_WORKER_TOKENIZER: Tokenizer | None = None
-
-
-def _init_worker(tokenizer: Tokenizer) -> None:
-    # Once per worker process (inherited without pickling under fork), not once per task.
-    global _WORKER_TOKENIZER
-    _WORKER_TOKENIZER = tokenizer
-
-
-def _task_in_worker(task: TokenizeTask) -> TaskOutcome | tuple[str, str]:
+def _run_one(job: tuple[TokenizeTask, Tokenizer | str, int]) -> TaskOutcome | tuple[str, str]:
+    task, tokenizer, retries = job
+    tok = _TOKENIZERS[tokenizer] if isinstance(tokenizer, str) else tokenizer
     # ShardError does not survive pickling (its __init__ takes two arguments); send its parts back.
     try:
-        return run_tokenize_task(task, _WORKER_TOKENIZER)
+        return with_retries(lambda: run_tokenize_task(task, tok), retries=retries, what=f"tokenize task {task.index}")
     except ShardError as exc:
         return (exc.path, exc.reason)
 
 
-def _run_tasks(tasks: list[TokenizeTask], tokenizer: Tokenizer, workers: int) -> list[TaskOutcome]:
-    if workers <= 1 or len(tasks) <= 1:
-        return [run_tokenize_task(t, tokenizer) for t in tasks]
+def _run_tasks(tasks: list[TokenizeTask], tokenizer: Tokenizer, config: "TokenizeConfig",
+               workers: int) -> list[TaskOutcome]:
+    """Tokenize tasks go through the executor's task map (local process pool or Ray), its retry loop
+    and its marker check (tokenize_task.py): the same machinery as a pipeline's tasks."""
+    forked = config.executor == "local"
+    tasks_map = make_task_map(config.executor, workers=min(workers, len(tasks)), address=config.address,
+                              fork=forked)
+    _TOKENIZERS[tokenizer.model_sha256] = tokenizer
+    ref: Tokenizer | str = tokenizer.model_sha256 if forked else tokenizer
     # Forked workers share the parent's heap (torch and megatron-core included) copy-on-write; a
     # collection in a worker would touch, and so copy, all of it. Frozen objects are never scanned.
     gc.freeze()
     try:
-        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=_pool_context(), initializer=_init_worker,
-                                 initargs=(tokenizer,)) as pool:
-            futures = [pool.submit(_task_in_worker, t) for t in tasks]
-            outcomes = [f.result() for f in futures]
+        outcomes = tasks_map.map(_run_one, [(t, ref, config.max_task_retries) for t in tasks])
     finally:
         gc.unfreeze()
     for o in outcomes:
@@ -175,7 +176,7 @@ def tokenize_version(catalog: Catalog, source: DatasetVersion | str, tokenizer: 
     workdir.mkdir()
     tasks = plan_tasks(source, config, workdir, dtype)
     try:
-        outcomes = _run_tasks(tasks, tokenizer, workers)
+        outcomes = _run_tasks(tasks, tokenizer, config, workers)
     except ShardError:
         raise
     except Exception as exc:
@@ -255,6 +256,6 @@ def prefix_of(catalog: Catalog, version: DatasetVersion) -> str:
 
 
 def _code_revision() -> str:
-    from corpus.executors.base import code_revision
+    from manifests.manifest import code_revision
 
     return code_revision()

@@ -4,9 +4,9 @@ Documents are encoded in batches (bounded memory: one batch of text and ids at a
 through megatron-core's `IndexedDatasetBuilder`, one document per `add_document`, each followed by
 the tokenizer's EOD id, as Megatron-LM's preprocess_data.py does with `--append-eod`.
 
-Crash safety follows corpus/executors/task.py: outputs go to their final names, then the marker is
-written atomically; a task without a marker is redone from scratch, one with a marker (whose files
-are all there at the recorded sizes) is skipped.
+Crash safety is the executor's (corpus/executors/task.py `read_marker`/`write_marker`): outputs go to
+their final names, then the marker is written atomically; a task without a marker is redone from
+scratch, one with a marker (whose files are all there at the recorded sizes) is skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from manifests.errors import ShardError
 from manifests.storage import Location
 
+from corpus.executors.task import read_marker, write_marker
 from corpus.mix.tokenizer.base import Tokenizer
 
 log = logging.getLogger("cidermill.tokenize")
@@ -78,17 +79,14 @@ class TaskOutcome:
 
 
 def completed(task: TokenizeTask) -> TaskOutcome | None:
-    if not task.marker.exists():
-        return None
-    d = json.loads(task.marker.read_bytes())
-    bin_loc, idx_loc = Location.parse(task.prefix + ".bin"), Location.parse(task.prefix + ".idx")
-    if not bin_loc.exists() or bin_loc.size() != d["bin_bytes"] or not idx_loc.exists() \
-            or idx_loc.size() != d["idx_bytes"]:
-        log.warning("tokenize task %d: marker present but its part files are missing or changed; redoing",
-                    task.index)
-        task.marker.delete()
-        return None
-    return TaskOutcome(**d, resumed=True)
+    """The outcome recorded by the task's marker (the executor's one marker check), or None: redo it."""
+    def files(d: dict) -> list[tuple[Location, int]]:
+        if d["index"] != task.index:
+            raise ValueError(f"marker is for task {d['index']}")
+        return [(Location.parse(task.prefix + ".bin"), d["bin_bytes"]), (Location.parse(task.prefix + ".idx"), d["idx_bytes"])]
+
+    d = read_marker(task.marker, files=files, what=f"tokenize task {task.index}")
+    return None if d is None else TaskOutcome(**d, resumed=True)
 
 
 def _row_groups(meta: pq.FileMetaData, start: int, end: int) -> tuple[list[int], int]:
@@ -159,6 +157,6 @@ def run_tokenize_task(task: TokenizeTask, tokenizer: Tokenizer) -> TaskOutcome:
     out.bin_bytes = Location.parse(task.prefix + ".bin").size()
     out.idx_bytes = Location.parse(task.prefix + ".idx").size()
     out.seconds = time.perf_counter() - start
-    task.marker.write_bytes_atomic(out.to_json().encode())
+    write_marker(task.marker, out.to_json(), what=f"tokenize task {task.index}")
     return out
 

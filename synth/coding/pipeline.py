@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from corpus.executors.base import code_revision
+from manifests.manifest import code_revision
 from corpus.stage import Stage
 from manifests import Catalog
 from manifests.manifest import PipelineInfo, StageStats

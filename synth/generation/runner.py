@@ -8,7 +8,6 @@ rows as `<name>.rejects`.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ import pyarrow as pa
 from corpus.stage import Stage
 from manifests.catalog import Catalog
 from manifests.dataset import DatasetVersion
-from manifests.manifest import PipelineInfo, StageStats, config_hash
+from manifests.manifest import PipelineInfo, StageStats, code_revision, config_hash
 
 
 @dataclass
@@ -35,13 +34,6 @@ class GeneratorRun:
     @property
     def items_per_s(self) -> float:
         return self.rows_out / self.seconds if self.seconds else 0.0
-
-
-def code_revision() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def run_stages(table: pa.Table, stages: list[Stage]) -> tuple[pa.Table, list[StageStats], list[pa.Table]]:

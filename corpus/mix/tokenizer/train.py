@@ -164,6 +164,6 @@ def train_tokenizer(catalog: Catalog, refs: list[str], config: TokenizerTrainCon
 
 
 def _code_revision() -> str:
-    from corpus.executors.base import code_revision
+    from manifests.manifest import code_revision
 
     return code_revision()

@@ -110,3 +110,36 @@ def test_bad_text_column_is_a_config_error(catalog, tokenizer, tmp_path):
         tokenize_version(cat, "numbers", tokenizer)
     with pytest.raises(ConfigError, match="no column 'body'"):
         tokenize_version(catalog, "web", tokenizer, TokenizeConfig(text_field="body"))
+
+
+@pytest.mark.slow
+def test_ray_runs_the_same_tokenize_tasks_and_gives_the_same_bytes(catalog, tokenizer):
+    """Tokenizing uses the executor's task map, so Ray runs it too; same tasks, same bytes."""
+    pytest.importorskip("ray")
+    src = catalog.resolve("web")
+    local = tokenize_version(catalog, src, tokenizer, TokenizeConfig(rows_per_task=100, workers=2), reuse=False)
+    ray_v = tokenize_version(catalog, src, tokenizer, TokenizeConfig(rows_per_task=100, workers=2, executor="ray"),
+                             reuse=False)
+    assert ray_v.version_id == local.version_id
+    assert [s.sha256 for s in ray_v.manifest.shards] == [s.sha256 for s in local.manifest.shards]
+
+
+def test_a_retryable_error_in_a_tokenize_task_is_retried(catalog, tokenizer, monkeypatch):
+    """The executor's retry loop wraps tokenize tasks too (corpus/executors/task.py with_retries)."""
+    from corpus.mix import tokenize_run
+    from manifests.errors import RetryableError
+
+    calls = []
+    real = tokenize_run.run_tokenize_task
+
+    def flaky(task, tok):
+        calls.append(task.index)
+        if calls.count(task.index) == 1:
+            raise RetryableError(f"transient failure in task {task.index}")
+        return real(task, tok)
+
+    monkeypatch.setattr(tokenize_run, "run_tokenize_task", flaky)
+    src = catalog.resolve("web")
+    v = tokenize_version(catalog, src, tokenizer, TokenizeConfig(rows_per_task=150, workers=1, max_task_retries=1),
+                         reuse=False)
+    assert v.manifest.rows == 300 and sorted(calls) == [0, 0, 1, 1]
