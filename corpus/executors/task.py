@@ -191,6 +191,25 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def apply_stages(table: pa.Table, stages: list[Stage], stats: list[StageStats], *,
+                 on_start: Callable[[str], None] | None = None,
+                 on_done: Callable[[str, Any], None] | None = None,
+                 on_rejects: Callable[[pa.Table], None] | None = None) -> pa.Table:
+    """The one place a batch goes through stages in order: each stage's stats merge into `stats` (one per
+    stage), its rejects go to `on_rejects`. Pipeline tasks and the synth runner both call this."""
+    for stage, st in zip(stages, stats):
+        if on_start is not None:
+            on_start(stage.name)
+        result = stage(table)
+        st.merge(result.stats)
+        if on_done is not None:
+            on_done(stage.name, result)
+        if result.rejects is not None and on_rejects is not None:
+            on_rejects(result.rejects)
+        table = result.table
+    return table
+
+
 def with_retries(fn: Callable[[], Any], *, retries: int, what: str) -> Any:
     """The one retry loop: a RetryableError is retried `retries` times, then raised. It runs inside the
     task, wherever the executor put it (a local worker, a Ray task), so every executor retries alike."""
@@ -245,14 +264,14 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
                 read_stats.rows_in += table.num_rows
                 read_stats.rows_out += table.num_rows
                 _report(spec, READ_STAGE, table.num_rows)
-                for stage, stats in zip(spec.stages, stage_stats):
-                    current = stage.name
-                    result = stage(table)
-                    stats.merge(result.stats)
-                    _report(spec, stage.name, result.stats.rows_in)
-                    if result.rejects is not None and rejects_writer is not None:
-                        rejects_writer.write(_rejects_view(result.rejects))
-                    table = result.table
+                def entering(name: str) -> None:
+                    nonlocal current
+                    current = name
+
+                table = apply_stages(
+                    table, spec.stages, stage_stats, on_start=entering,
+                    on_done=lambda name, result: _report(spec, name, result.stats.rows_in),
+                    on_rejects=(lambda r: rejects_writer.write(_rejects_view(r))) if rejects_writer is not None else None)
                 current = "write"
                 writer.write(table)
                 current = READ_STAGE

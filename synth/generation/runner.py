@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import pyarrow as pa
 
+from corpus.executors.task import apply_stages
 from corpus.stage import Stage
 from manifests.catalog import Catalog
 from manifests.dataset import DatasetVersion
@@ -37,14 +39,29 @@ class GeneratorRun:
 
 
 def run_stages(table: pa.Table, stages: list[Stage]) -> tuple[pa.Table, list[StageStats], list[pa.Table]]:
-    stats, rejects = [], []
-    for stage in stages:
-        result = stage(table)
-        table = result.table
-        stats.append(result.stats)
-        if result.rejects is not None and result.rejects.num_rows:
-            rejects.append(result.rejects)
+    """Seed table through the stages in process, by the executor's own stage loop (corpus/executors/task.py)."""
+    stats = [StageStats(s.name) for s in stages]
+    rejects: list[pa.Table] = []
+    table = apply_stages(table, stages, stats, on_rejects=lambda r: rejects.append(r) if r.num_rows else None)
     return table, stats, rejects
+
+
+def publish_run(root: str | Catalog, name: str, table: pa.Table, stages: list[Stage], stats: list[StageStats],
+                rejects: list[pa.Table], *, extra: dict | None = None, rejects_name: str | None = None,
+                rejects_view: Callable[[pa.Table], pa.Table] | None = None) -> tuple[DatasetVersion, DatasetVersion | None]:
+    """The one publish path of in-process synth runs: the kept rows with the stages' descriptions, stats and
+    code revision, then the rejects (each stage's rows through `rejects_view`) as a child version."""
+    described = [s.describe() for s in stages]
+    pipeline = PipelineInfo(name=name, stages=described, config={"stages": described},
+                            code_revision=code_revision(), config_sha256=config_hash(described))
+    catalog = root if isinstance(root, Catalog) else Catalog(root)
+    version = catalog.write_table(name, table, pipeline=pipeline, stats=stats, extra=extra or {}, schema=table.schema)
+    rej = None
+    if rejects:
+        merged = pa.concat_tables([(rejects_view or _strings)(r) for r in rejects], promote_options="permissive")
+        rej = catalog.write_table(rejects_name or f"{name}.rejects", merged, pipeline=pipeline,
+                                  parents=[version.version_id])
+    return version, rej
 
 
 def run_generator(
@@ -53,17 +70,9 @@ def run_generator(
     start = time.perf_counter()
     out, stats, rejects = run_stages(seeds, stages)
     seconds = time.perf_counter() - start
-    described = [s.describe() for s in stages]
-    pipeline = PipelineInfo(name=name, stages=described, config={"stages": described},
-                            code_revision=code_revision(), config_sha256=config_hash(described))
     facts = {"seconds": round(seconds, 3), "seed_rows": seeds.num_rows, "rows_out": out.num_rows,
              "items_per_s": round(out.num_rows / seconds, 4) if seconds else None, **(extra or {})}
-    catalog = Catalog(root)
-    version = catalog.write_table(name, out, pipeline=pipeline, stats=stats, extra=facts, schema=out.schema)
-    rej = None
-    if rejects:
-        merged = pa.concat_tables([_strings(r) for r in rejects], promote_options="permissive")
-        rej = catalog.write_table(f"{name}.rejects", merged, pipeline=pipeline, parents=[version.version_id])
+    version, rej = publish_run(root, name, out, stages, stats, rejects, extra=facts)
     return GeneratorRun(version, rej, stats, seconds, seeds.num_rows)
 
 
