@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-# Areas add a module with `run(root: str) -> None`; a step whose module is not installed is skipped.
+# Each area's module with `run(root: str) -> None`; one that does not import stops the demo.
 DEMO_STEPS = ["corpus.demo", "corpus.classify.demo", "corpus.mix.demo", "synth.demo", "training.demo",
               "evals.model.demo", "training.post_demo", "training.quantize.demo"]
 
@@ -41,12 +41,7 @@ def run_demo(args) -> int:
     for module in DEMO_STEPS:
         if args.only and args.only != module:
             continue
-        try:
-            step = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                continue
-            raise
+        step = importlib.import_module(module)  # every step is part of the demo: a missing one is an error
         print(f"\n=== {module} ===", flush=True)
         step.run(args.root)
     print(f"\ndemo finished in {time.perf_counter() - start:.0f} s; browse with "

@@ -70,3 +70,37 @@ def test_misspelt_yaml_key_fails_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown key 'text_feild' in input \(format jsonl\); did you mean 'text_field'"):
         load_pipeline(str(cfg))
     assert not (tmp_path / "data").exists()
+
+
+def test_a_stage_module_that_fails_to_import_is_an_error_unless_an_extra_is_missing(monkeypatch):
+    """Degrade loudly: a broken import of our own code stops the lookup; a missing optional package is
+    remembered and named (corpus/registry.py)."""
+    import importlib
+
+    from corpus import registry
+
+    real = importlib.import_module
+
+    def fake(name, *args):
+        if name == "corpus.stages.text":
+            raise ModuleNotFoundError("No module named 'corpus.nothing'", name="corpus.nothing")
+        if name == "corpus.stages.web_lang":
+            raise ModuleNotFoundError("No module named 'fasttext_x'", name="fasttext_x")
+        return real(name, *args)
+
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "_IMPORT_FAILURES", {})
+    monkeypatch.setattr(registry.importlib, "import_module", fake)
+    with pytest.raises(ModuleNotFoundError, match="corpus.nothing"):
+        registry._load_all()
+    monkeypatch.setattr(registry, "_loaded", False)
+
+    def only_optional(name, *args):
+        if name == "corpus.stages.web_lang":
+            raise ModuleNotFoundError("No module named 'fasttext_x'", name="fasttext_x")
+        return real(name, *args)
+
+    monkeypatch.setattr(registry.importlib, "import_module", only_optional)
+    registry._load_all()
+    assert registry._IMPORT_FAILURES == {"corpus.stages.web_lang": "No module named 'fasttext_x'"}
+    monkeypatch.setattr(registry, "_loaded", False)  # the next lookup loads everything for real

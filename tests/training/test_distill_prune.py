@@ -153,7 +153,7 @@ def test_precompute_top1_sharded_over_ranks_gives_the_same_ids(byte_root, tmp_pa
     import sys
     from pathlib import Path
 
-    from training.distill import TeacherLabels
+    from training.teacher import TeacherLabels
     from training.trainer import plan_run
 
     from .test_parallel_cpu import free_port
