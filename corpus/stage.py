@@ -126,6 +126,37 @@ class Filter(Stage):
         return drop_by_reason(self.name, table, self.reasons(table))
 
 
+class ThresholdFilter(Filter):
+    """The generic score filter: drops rows whose `score_column()` is below `threshold()` as `reason`.
+
+    Score, then decide: a scorer stage adds the column, this compares. A null score drops as
+    `null_reason` (the same as `reason` by default; None keeps it). Subclasses name the column,
+    reason and the stage that must run first; the threshold comes from their config (`min_score`)."""
+
+    reason: ClassVar[str]
+    null_reason: ClassVar[str | None] = ""  # "": drop as `reason`; None: keep; else this reason
+    requires: ClassVar[str] = "the scorer"  # named in the error when the column is missing
+
+    def score_column(self) -> str:
+        return self.config.column
+
+    def threshold(self) -> float:
+        return self.config.min_score
+
+    def reasons(self, table: pa.Table) -> pa.Array:
+        column = self.score_column()
+        if column not in table.schema.names:
+            from manifests.errors import ConfigError
+
+            raise ConfigError(f"{self.name}: no column {column!r}; put {self.requires} before it")
+        score = table.column(column)
+        low = pc.fill_null(pc.less(score, self.threshold()), False)
+        out = pc.if_else(low, pa.scalar(self.reason), pa.scalar(None, pa.string()))
+        if self.null_reason is not None:
+            out = pc.if_else(pc.is_null(score), pa.scalar(self.null_reason or self.reason), out)
+        return out
+
+
 def drop_by_reason(
     stage_name: str, table: pa.Table, reasons: pa.Array, *, original: pa.Table | None = None
 ) -> StageResult:

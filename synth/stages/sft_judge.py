@@ -11,11 +11,10 @@ import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from manifests.config import require
 from corpus.registry import register
-from corpus.stage import Filter, Scorer
+from corpus.stage import Scorer, ThresholdFilter
 
 from synth.backends import SamplingParams
 
@@ -77,14 +76,12 @@ class JudgeThresholdConfig:
 
 
 @register
-class JudgeThreshold(Filter):
+class JudgeThreshold(ThresholdFilter):
     name = "sft_judge_threshold_v1"
     Config = JudgeThresholdConfig
+    reason = "judge_below_threshold"
+    requires = "sft_llm_judge_v1"
 
-    def reasons(self, table: pa.Table) -> pa.Array:
-        score = table.column(self.config.column)
-        low = pc.less(score, self.config.min_score)
-        out = pc.if_else(low, pa.scalar("judge_below_threshold"), pa.scalar(None, pa.string()))
-        if self.config.drop_unparsed:
-            out = pc.if_else(pc.is_null(score), pa.scalar("judge_unparsed"), out)
-        return out
+    @property
+    def null_reason(self) -> str | None:  # a reply without a rating: dropped as unparsed, or kept
+        return "judge_unparsed" if self.config.drop_unparsed else None

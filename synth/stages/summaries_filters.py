@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from manifests.config import require
 from corpus.registry import register
-from corpus.stage import Filter, Scorer
+from corpus.stage import Scorer, ThresholdFilter
 
 from synth.summaries.entailment import judge_scores, load_scorer
 
@@ -62,11 +61,14 @@ class EntailmentFilterConfig:
 
 
 @register
-class EntailmentFilter(Filter):
+class EntailmentFilter(ThresholdFilter):
     name = "summary_entailment_filter_v1"
     Config = EntailmentFilterConfig
+    reason = "not_entailed"  # a null score drops too
+    requires = "summary_entailment_score_v1"
 
-    def reasons(self, table: pa.Table) -> pa.Array:
-        t = self.config.threshold if self.config.threshold is not None else load_scorer().threshold
-        low = pc.less(table.column("entail__score"), t)
-        return pc.if_else(pc.fill_null(low, True), pa.scalar("not_entailed"), pa.scalar(None, pa.string()))
+    def score_column(self) -> str:
+        return "entail__score"
+
+    def threshold(self) -> float:
+        return self.config.threshold if self.config.threshold is not None else load_scorer().threshold

@@ -104,3 +104,27 @@ def test_a_stage_module_that_fails_to_import_is_an_error_unless_an_extra_is_miss
     registry._load_all()
     assert registry._IMPORT_FAILURES == {"corpus.stages.web_lang": "No module named 'fasttext_x'"}
     monkeypatch.setattr(registry, "_loaded", False)  # the next lookup loads everything for real
+
+
+def test_threshold_filters_share_one_rule_and_keep_their_decisions():
+    """The generic ThresholdFilter: below the threshold drops with the stage's reason; nulls as it says.
+    The reasons are what the hand-written filters gave (the reference is written out here, per row)."""
+    import pyarrow as pa
+
+    from corpus.stages.math_classifier import MathClassifierFilter
+    from corpus.stages.quality_classifier import QualityThreshold
+    from synth.stages.sft_judge import JudgeThreshold
+
+    t = pa.table({"quality__score": pa.array([0.9, 0.5, 0.49, None], pa.float32()),
+                  "math__classifier_score": pa.array([0.1, 0.7, None, 0.5], pa.float32()),
+                  "judge__score": pa.array([7, 5, None, 6], pa.int32())})
+    q = QualityThreshold({"min_score": 0.5, "column": "quality__score"}).reasons(t).to_pylist()
+    assert q == [None, None, "low_quality_score", "low_quality_score"]
+    m = MathClassifierFilter({"min_score": 0.5}).reasons(t).to_pylist()
+    assert m == ["low_math_score", None, "low_math_score", None]
+    j = JudgeThreshold({"min_score": 6}).reasons(t).to_pylist()
+    assert j == [None, "judge_below_threshold", "judge_unparsed", None]
+    j_keep = JudgeThreshold({"min_score": 6, "drop_unparsed": False}).reasons(t).to_pylist()
+    assert j_keep == [None, "judge_below_threshold", None, None]
+    with pytest.raises(ConfigError, match="put math_classifier_v1 before it"):
+        MathClassifierFilter({}).reasons(pa.table({"x": [1]}))
