@@ -10,13 +10,35 @@ rows made by a rule (reversion, distractors, parallel merges) say `gen_backend =
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
+
+from manifests.config import require
 
 from synth.backends import PROVENANCE_SCHEMA, Backend, ChatResponse, SamplingParams, load_backend
 
 from synth.generation.template import PromptTemplate
 
 PROVENANCE_COLUMNS = [f.name for f in PROVENANCE_SCHEMA]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMConfig:
+    """The options every LLM-backed stage shares; a stage's config extends it and re-declares only the
+    defaults it changes (`max_tokens: int = 80`). A subclass's `__post_init__` calls this one first."""
+
+    backend: dict = field(default_factory=lambda: {"kind": "cpu"})  # see get_backend
+    max_tokens: int = 128
+    temperature: float = 0.0  # 0 = greedy
+    seed: int = 0
+
+    def __post_init__(self):
+        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
+        require(self.temperature >= 0, f"temperature must be >= 0; got {self.temperature}")
+
+    def sampling(self, **changes) -> SamplingParams:
+        """The SamplingParams these options give (`n`, `stop`, ... as keywords)."""
+        return SamplingParams(max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed, **changes)
 
 _BACKENDS: dict[str, Backend] = {}
 

@@ -21,9 +21,8 @@ from corpus.decontam.index import NgramIndex
 from corpus.dedup.ngrams import tokenize
 from corpus.registry import register
 from corpus.stage import Filter
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator, schema_with_provenance
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 
 from synth.coding.prompts import QUESTION, clean_question
 
@@ -34,16 +33,14 @@ QUESTION_SCHEMA = schema_with_provenance(
 
 
 @dataclass(frozen=True, kw_only=True)
-class QuestionsConfig:
-    backend: dict = dc_field(default_factory=lambda: {"kind": "cpu"})
+class QuestionsConfig(LLMConfig):
     questions_per_topic: int = 2
     max_tokens: int = 160
     temperature: float = 0.8
-    seed: int = 0
 
     def __post_init__(self):
+        super().__post_init__()
         require(self.questions_per_topic >= 1, f"questions_per_topic must be >= 1; got {self.questions_per_topic}")
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
 
 
 @register
@@ -57,8 +54,7 @@ class CodingQuestions(Generator):
     def expand(self, table: pa.Table) -> tuple[list[dict], list[tuple[int, str]]]:
         c = self.config
         seeds = table.select(["id", "source", "topic", "signature", "entry_point"]).to_pylist()
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed,
-                                n=c.questions_per_topic)
+        params = c.sampling(n=c.questions_per_topic)
         responses = generate(get_backend(c.backend), QUESTION, seeds, params=params)
         rows, dropped = [], []
         for i, (s, r) in enumerate(zip(seeds, responses)):

@@ -13,15 +13,14 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator, schema_with_provenance
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 from synth.generation.template import PromptTemplate
 from synth.stages.summaries_payloads import sentences
 
@@ -72,14 +71,13 @@ def check_question(q: str, answer: str) -> str | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LongContextConfig:
+class LongContextConfig(LLMConfig):
     target_tokens: int = 8192
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 48
     max_questions: int | None = None  # gold documents asked about (the first ones); all others still serve as distractors
-    seed: int = 0
 
     def __post_init__(self):
+        super().__post_init__()
         require(self.target_tokens >= 512, f"target_tokens must be >= 512; got {self.target_tokens}")
         require(self.max_questions is None or self.max_questions >= 1, "max_questions must be >= 1 or null")
 
@@ -120,7 +118,7 @@ class LongContextQA(Generator):
                 dropped.append((i, "no_answer_span"))
             else:
                 spans[i] = got
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=0.0, seed=c.seed)
+        params = c.sampling()
         idx = sorted(spans)
         responses = generate(get_backend(c.backend), QUESTION,
                              [{"sentence": spans[i][0], "answer": spans[i][1]} for i in idx], params=params)

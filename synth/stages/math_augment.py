@@ -21,9 +21,8 @@ import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator, schema_with_provenance
-from synth.generation.llm import get_backend, rule_provenance
+from synth.generation.llm import LLMConfig, get_backend, rule_provenance
 
 from synth.math.answers import numbers_in
 from synth.math.prompts import EVOLVE_BREADTH, EVOLVE_DEPTH, REPHRASE
@@ -116,17 +115,15 @@ def reverse_question(question: str, answer: str) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AugmentConfig:
+class AugmentConfig(LLMConfig):
     kinds: list[str] = field(default_factory=lambda: ["seed", "rephrase", "reverse", "evolve_depth", "evolve_breadth"])
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 160
     temperature: float = 0.7
-    seed: int = 0
 
     def __post_init__(self):
+        super().__post_init__()
         bad = sorted(set(self.kinds) - set(KINDS))
         require(not bad, f"unknown kinds {bad}; choose from {list(KINDS)}")
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
 
 
 @register
@@ -158,7 +155,7 @@ class MathAugment(Generator):
                                          ("evolve_breadth", EVOLVE_BREADTH)) if k in c.kinds]
         if llm_kinds:
             # one backend call for every kind: same sampling, so the CPU backend batches them together
-            params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed)
+            params = c.sampling()
             requests = [(kind, i, template.request(params, question=s["question"]))
                         for kind, template in llm_kinds for i, s in enumerate(seeds)]
             responses = get_backend(c.backend).generate([req for _, _, req in requests])

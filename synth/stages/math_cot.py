@@ -8,15 +8,14 @@ plurality; its completions are kept. Rows record how they were checked and the v
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator, schema_with_provenance
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 
 from synth.math.answers import answers_equal, extract_final
 from synth.math.prompts import COT
@@ -50,16 +49,15 @@ def majority(finals: list[str | None], *, min_votes: int) -> tuple[str | None, i
 
 
 @dataclass(frozen=True, kw_only=True)
-class CotConfig:
+class CotConfig(LLMConfig):
     n_samples: int = 4
     min_votes: int = 2
     max_kept_per_question: int = 1
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 256
     temperature: float = 0.7
-    seed: int = 0
 
     def __post_init__(self):
+        super().__post_init__()
         require(self.n_samples >= 1, f"n_samples must be >= 1; got {self.n_samples}")
         require(1 <= self.min_votes <= self.n_samples, f"min_votes must be in 1..n_samples; got {self.min_votes}")
         require(self.max_kept_per_question >= 1, "max_kept_per_question must be >= 1")
@@ -74,7 +72,7 @@ class MathCotAnswers(Generator):
     def expand(self, table: pa.Table) -> tuple[list[dict], list[tuple[int, str]]]:
         c = self.config
         qs = table.select(["id", "source", "question", "answer", "kind"]).to_pylist()
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, n=c.n_samples, seed=c.seed)
+        params = c.sampling(n=c.n_samples)
         responses = generate(get_backend(c.backend), COT, [{"question": q["question"]} for q in qs], params=params)
         rows, dropped = [], []
         for i, (q, r) in enumerate(zip(qs, responses)):

@@ -20,9 +20,8 @@ import pyarrow.compute as pc
 from manifests.config import require
 from corpus.registry import register
 from corpus.stage import Filter, Scorer
-from synth.backends import SamplingParams
 from synth.stages.sft_judge import parse_rating
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 
 from synth.math.prompts import DIFFICULTY, SOLVABLE
 
@@ -33,19 +32,17 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgeConfig:
+class JudgeConfig(LLMConfig):
     text_field: str = "question"
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 6
-    seed: int = 0
 
     def __post_init__(self):
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
+        super().__post_init__()
 
 
 def _judge(config: JudgeConfig, template, table: pa.Table, rows: list[int] | None = None) -> list[str | None]:
     """Judge replies per row; rows not in `rows` (when given) are not asked and get None."""
-    params = SamplingParams(max_tokens=config.max_tokens, temperature=0.0, seed=config.seed)
+    params = config.sampling()
     questions = table.column(config.text_field).to_pylist()
     asked = list(range(len(questions))) if rows is None else rows
     replies = generate(get_backend(config.backend), template, [{"question": questions[i] or ""} for i in asked],

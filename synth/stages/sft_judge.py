@@ -8,7 +8,7 @@ not re-run the judge.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -16,9 +16,8 @@ from manifests.config import require
 from corpus.registry import register
 from corpus.stage import Scorer, ThresholdFilter
 
-from synth.backends import SamplingParams
 
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 from synth.generation.template import PromptTemplate
 
 JUDGE_QUALITY = PromptTemplate(
@@ -40,15 +39,13 @@ def parse_rating(text: str) -> int | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgeConfig:
+class JudgeConfig(LLMConfig):
     prompt_field: str = "prompt"
     response_field: str = "response"
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
     max_tokens: int = 8
-    seed: int = 0
 
     def __post_init__(self):
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
+        super().__post_init__()
 
 
 @register
@@ -60,7 +57,7 @@ class LLMJudgeScore(Scorer):
         c = self.config
         items = [{"prompt": p or "", "response": r or ""}
                  for p, r in zip(table.column(c.prompt_field).to_pylist(), table.column(c.response_field).to_pylist())]
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=0.0, seed=c.seed)
+        params = c.sampling()
         responses = generate(get_backend(c.backend), JUDGE_QUALITY, items, params=params)
         return {"judge__score": pa.array([parse_rating(r.text) for r in responses], pa.int32())}
 

@@ -4,15 +4,14 @@ the SFT pair (prompt = the rendered instruction + payload, response = the summar
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator, schema_with_provenance
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 from synth.generation.template import PromptTemplate
 
 SUMMARIZE = PromptTemplate(
@@ -30,14 +29,11 @@ SUMMARY_SCHEMA = schema_with_provenance(
 
 
 @dataclass(frozen=True, kw_only=True)
-class TeacherConfig:
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
+class TeacherConfig(LLMConfig):
     max_tokens: int = 80
-    temperature: float = 0.0
-    seed: int = 0
 
     def __post_init__(self):
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
+        super().__post_init__()
 
 
 def prompt_text(kind: str, payload: str) -> str:
@@ -53,7 +49,7 @@ class TeacherSummaries(Generator):
     def expand(self, table: pa.Table) -> tuple[list[dict], list[tuple[int, str]]]:
         c = self.config
         recs = table.select(["id", "source", "payload", "kind"]).to_pylist()
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed)
+        params = c.sampling()
         responses = generate(get_backend(c.backend), SUMMARIZE,
                              [{"kind": r["kind"], "payload": r["payload"]} for r in recs], params=params)
         rows, dropped = [], []

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from synth.backends import SamplingParams
 from synth.generation.generator import Generator
-from synth.generation.llm import generate, get_backend
+from synth.generation.llm import LLMConfig, generate, get_backend
 from synth.generation.template import PromptTemplate
 
 from synth.stages.tools_examples import TOOL_SFT_SCHEMA, make_row
@@ -30,15 +29,13 @@ BOOTSTRAP = PromptTemplate(
 
 
 @dataclass(frozen=True, kw_only=True)
-class BootstrapConfig:
-    backend: dict = field(default_factory=lambda: {"kind": "cpu"})
+class BootstrapConfig(LLMConfig):
     max_tokens: int = 160
     temperature: float = 0.8
-    seed: int = 0
     max_seeds: int = 1000
 
     def __post_init__(self):
-        require(self.max_tokens > 0, f"max_tokens must be > 0; got {self.max_tokens}")
+        super().__post_init__()
 
 
 def check_bootstrap(reply: str, tool: dict, seed_request: str) -> tuple[dict | None, str | None]:
@@ -74,7 +71,7 @@ class BootstrapExamples(Generator):
             if r["kind"] == "single" and len(msgs) == 1 and len(calls) == 1 and len(seeds) < c.max_seeds:
                 tool = next(t for t in json.loads(r["tools"]) if t["name"] == calls[0]["name"])
                 seeds.append((i, tool, msgs[0]["content"], calls[0]))
-        params = SamplingParams(max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed)
+        params = c.sampling()
         items = [{"tool": json.dumps(t), "request": q, "call": json.dumps(call), "name": t["name"]}
                  for _, t, q, call in seeds]
         responses = generate(get_backend(c.backend), BOOTSTRAP, items, params=params)
