@@ -17,9 +17,12 @@ Kinds:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable
 
 import pyarrow as pa
@@ -59,8 +62,18 @@ class Stage(ABC):
     def config_dict(self) -> dict:
         return config_to_dict(self.config)
 
+    def resources(self) -> dict[str, str | Path]:
+        """Files or folders this stage reads besides its input (word lists, model files, benchmark sets):
+        a label -> path. Their content hashes go into `describe()`, so the run key and the manifest change
+        when they do (a stage that reads nothing returns {} and its description is unchanged)."""
+        return {}
+
     def describe(self) -> dict:
-        return {"name": self.name, "config": self.config_dict()}
+        out = {"name": self.name, "config": self.config_dict()}
+        resources = self.resources()
+        if resources:
+            out["resources"] = {label: content_sha256(path) for label, path in sorted(resources.items())}
+        return out
 
     def __call__(self, table: pa.Table) -> StageResult:
         start = time.perf_counter()
@@ -155,6 +168,33 @@ class ThresholdFilter(Filter):
         if self.null_reason is not None:
             out = pc.if_else(pc.is_null(score), pa.scalar(self.null_reason or self.reason), out)
         return out
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_cached(path: str, stamp: tuple) -> str:
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    for f in files:
+        if "__pycache__" in f.parts:
+            continue
+        h.update(f.relative_to(p).as_posix().encode() + b"\0" if p.is_dir() else b"")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def content_sha256(path: str | Path) -> str:
+    """sha256 over a file's bytes, or over a folder's files (relative names and bytes, in name order);
+    cached per (path, size, mtime). A missing resource is an error naming it."""
+    p = Path(path)
+    if not p.exists():
+        from manifests.errors import ConfigError
+
+        raise ConfigError(f"resource {p} is missing (a broken install, or a wrong path in the config)")
+    st = p.stat()
+    stamp = (st.st_size, st.st_mtime_ns) if p.is_file() else tuple(
+        (f.as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.rglob("*")) if f.is_file())
+    return _sha256_cached(str(p), stamp)
 
 
 def drop_by_reason(

@@ -39,6 +39,12 @@ class MathClassifier(Scorer):
     name = "math_classifier_v1"
     Config = MathClassifierConfig
 
+
+    def resources(self) -> dict:
+        from ..math.classifier import DEFAULT_MODEL
+
+        return {"model": self.config.model_path or DEFAULT_MODEL}
+
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         cfg = self.config
         if cfg.field not in table.schema.names:

@@ -97,6 +97,10 @@ class MathDomains(Filter):
     name = "math_domains_v1"
     Config = MathDomainsConfig
 
+
+    def resources(self) -> dict:
+        return {"domains": self.config.domains_file or DEFAULT_DOMAINS}
+
     def __init__(self, config=None):
         super().__init__(config)
         self._labels = load_domain_labels(self.config.domains_file or DEFAULT_DOMAINS)  # fails before any work

@@ -58,6 +58,13 @@ class MathSignals(Scorer):
     name = "math_signals_v1"
     Config = SignalsConfig
 
+
+    def resources(self) -> dict:
+        from ..math import html_math, signals
+
+        return {"latex_words": signals.DATA / "latex_words", "unicode_math": signals.DATA / "unicode_math",
+                "mmltex": html_math.MMLTEX.parent}
+
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         return signal_columns(table, self.config, self.name)
 

@@ -46,6 +46,12 @@ class MathQAExtract(Mapper):
     name = "math_qa_extract_v1"
     Config = MathQAConfig
 
+
+    def resources(self) -> dict:
+        from ..math import html_math
+
+        return {"mmltex": html_math.MMLTEX.parent}
+
     def transform(self, table: pa.Table):
         cfg = self.config
         if cfg.field not in table.schema.names:

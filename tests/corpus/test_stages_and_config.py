@@ -128,3 +128,23 @@ def test_threshold_filters_share_one_rule_and_keep_their_decisions():
     assert j_keep == [None, "judge_below_threshold", None, None]
     with pytest.raises(ConfigError, match="put math_classifier_v1 before it"):
         MathClassifierFilter({}).reasons(pa.table({"x": [1]}))
+
+
+def test_a_resource_a_stage_reads_is_hashed_into_its_description(tmp_path):
+    """Changing a word list / model file / domain list changes describe() (so the run key), with no
+    config change; a stage reading nothing keeps its plain description."""
+    import hashlib
+
+    from corpus.registry import stage_class
+
+    domains = tmp_path / "domains.txt"
+    domains.write_text("# test list\nexample.org allow\n")
+    stage = stage_class("math_domains_v1")({"domains_file": str(domains)})
+    first = stage.describe()
+    assert first["resources"] == {"domains": hashlib.sha256(domains.read_bytes()).hexdigest()}
+    domains.write_text("# test list\nexample.org deny\n")
+    assert stage.describe()["resources"]["domains"] != first["resources"]["domains"]
+    assert stage.describe()["config"] == first["config"]
+    assert "resources" in stage_class("math_signals_v1")({}).describe()
+    assert set(stage_class("web_safety_v2")({}).describe()["resources"]) == {"web_data", "safety_model"}
+    assert "resources" not in stage_class("text_length_v1")({}).describe()
