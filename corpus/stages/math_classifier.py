@@ -39,7 +39,6 @@ class MathClassifier(Scorer):
     name = "math_classifier_v1"
     Config = MathClassifierConfig
 
-
     def resources(self) -> dict:
         from ..math.classifier import DEFAULT_MODEL
 

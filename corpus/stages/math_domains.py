@@ -97,7 +97,6 @@ class MathDomains(Filter):
     name = "math_domains_v1"
     Config = MathDomainsConfig
 
-
     def resources(self) -> dict:
         return {"domains": self.config.domains_file or DEFAULT_DOMAINS}
 

@@ -85,7 +85,6 @@ class WebSafety(Scorer):
     name = "web_safety_v2"
     Config = WebSafetyConfig
 
-
     def resources(self) -> dict:
         return {"web_data": safety_terms.TERMS_PATH.parents[1], "safety_model": safety_model.MODEL_PATH}
 

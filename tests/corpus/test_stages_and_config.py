@@ -148,3 +148,19 @@ def test_a_resource_a_stage_reads_is_hashed_into_its_description(tmp_path):
     assert "resources" in stage_class("math_signals_v1")({}).describe()
     assert set(stage_class("web_safety_v2")({}).describe()["resources"]) == {"web_data", "safety_model"}
     assert "resources" not in stage_class("text_length_v1")({}).describe()
+
+
+def test_the_mathml_fallback_is_counted_in_the_stage_counters():
+    """MathML the stylesheet cannot take falls back to its text, and the stage's stats count it."""
+    import pyarrow as pa
+
+    from corpus.registry import stage_class
+
+    good = "<html><body><p>x <math><mi>a</mi><mo>+</mo><mi>b</mi></math> done</p></body></html>"
+    # a namespace prefix that is never declared: the MathML cannot be parsed as XML by the stylesheet
+    broken = "<html><body><p>y <math><m:mi>a</m:mi><mo>=</mo><mn>1</mn></math> end</p></body></html>"
+    stage = stage_class("math_signals_v1")({})
+    out = stage(pa.table({"id": ["1", "2"], "text": [good, broken]}))
+    assert out.stats.counters.get("mathml_text_fallback", 0) >= 1
+    clean = stage(pa.table({"id": ["1"], "text": [good]}))
+    assert "mathml_text_fallback" not in clean.stats.counters
