@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args) -> int:
-    from manifests.config import parse_assignment
+    from manifests.overrides import parse_assignment
 
     from .executors import NothingKept, run_pipeline
     from .pipeline import describe_plan, load_pipeline

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from manifests.catalog import Catalog
-from manifests.config import apply_overrides, build_config, check_keys, parse_size, read_yaml, require
+from manifests.config import build_config, check_keys, parse_size, require
+from manifests.overrides import apply_overrides, read_yaml
 from manifests.errors import ConfigError
 from manifests.names import validate_name
 from manifests.manifest import canonical_json, config_hash

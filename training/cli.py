@@ -109,7 +109,7 @@ def _set_option(p) -> None:
 
 
 def _sets(args) -> dict:
-    from manifests.config import parse_assignment
+    from manifests.overrides import parse_assignment
 
     return dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
 

@@ -11,8 +11,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from manifests.config import apply_overrides, build_config
-from manifests.config import read_yaml as read_config_file
+from manifests.config import build_config
+from manifests.overrides import apply_overrides
+from manifests.overrides import read_yaml as read_config_file
 from manifests.errors import ConfigError
 from manifests.mixture import PRETRAIN_STAGES
 

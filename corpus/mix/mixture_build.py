@@ -13,7 +13,7 @@ from dataclasses import replace
 
 
 from manifests import Catalog, DatasetVersion
-from manifests.config import apply_overrides, read_yaml
+from manifests.overrides import apply_overrides, read_yaml
 from manifests.errors import ConfigError, ManifestError
 from manifests.mixture import ComponentEntry, MixtureManifest, MixtureSpec, TokenizedRef
 

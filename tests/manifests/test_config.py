@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from manifests.config import Count, Size, apply_overrides, build_config, parse_assignment, require
+from manifests.config import Count, Size, build_config, require
+from manifests.overrides import apply_overrides, parse_assignment
 from manifests.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
