@@ -66,6 +66,13 @@ class TaskSpec:
         return f"part-{self.index:05d}"
 
 
+def marker_json(outcome: Any) -> str:
+    """A task outcome (a dataclass) as its marker's JSON, without `resumed` (a fact of this run, not the task)."""
+    d = asdict(outcome)
+    d.pop("resumed", None)
+    return json.dumps(d, sort_keys=True)
+
+
 @dataclass
 class TaskResult:
     index: int
@@ -78,9 +85,7 @@ class TaskResult:
     resumed: bool = False
 
     def to_json(self) -> str:
-        d = asdict(self)
-        d.pop("resumed")
-        return json.dumps(d, sort_keys=True)
+        return marker_json(self)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "TaskResult":

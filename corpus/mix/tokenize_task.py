@@ -11,10 +11,9 @@ scratch, one with a marker (whose files are all there at the recorded sizes) is 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +22,7 @@ import pyarrow.parquet as pq
 from manifests.errors import ShardError
 from manifests.storage import Location
 
-from corpus.executors.task import read_marker, write_marker
+from corpus.executors.task import marker_json, read_marker, write_marker
 from corpus.mix.tokenizer.base import Tokenizer
 
 log = logging.getLogger("cidermill.tokenize")
@@ -73,9 +72,7 @@ class TaskOutcome:
     resumed: bool = False
 
     def to_json(self) -> str:
-        d = asdict(self)
-        d.pop("resumed")
-        return json.dumps(d, sort_keys=True)
+        return marker_json(self)
 
 
 def completed(task: TokenizeTask) -> TaskOutcome | None:
