@@ -27,7 +27,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS) $(NODEPS)
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m corpus.demo --root $(ROOT)
+	$(BIN)/python -m manifests.demo --root $(ROOT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests

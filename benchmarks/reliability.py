@@ -70,7 +70,7 @@ def make_config(work: Path, root: Path) -> Path:
 
 
 def cli(config: Path) -> list[str]:
-    return [PY, "-m", "corpus.cli", "corpus", "run", str(config), "--no-progress"]
+    return [PY, "-m", "manifests.main", "corpus", "run", str(config), "--no-progress"]
 
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("CIDERMILL_SHARED_DATA", REPO / ".." / "shared" / "data"))
 
-from corpus.tokenize import TokenizeConfig, tokenize_version  # noqa: E402
-from corpus.tokenize.task import indexed_dataset  # noqa: E402
-from corpus.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer  # noqa: E402
+from corpus.mix import TokenizeConfig, tokenize_version  # noqa: E402
+from corpus.mix.tokenize_task import indexed_dataset  # noqa: E402
+from corpus.mix.tokenizer import TokenizerTrainConfig, load_tokenizer, train_tokenizer  # noqa: E402
 from manifests import Catalog  # noqa: E402
 
 

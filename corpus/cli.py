@@ -1,29 +1,14 @@
-"""The `cidermill` command. Each area adds its own group; a group's module is imported only
-when that group runs, so `cidermill data ls` does not load torch.
+"""`cidermill corpus`: run pipelines, list stages, train a quality classifier.
 
-Groups live in the package that owns them (`manifests.cli` for `data`, `training.cli` for
-`train`, ...) and expose `add_parser(subparsers)`; handlers are `func(args) -> exit code`.
+The `cidermill` command itself is `manifests/main.py`; it imports this module only when the
+`corpus` group runs.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import logging
 import sys
 
-from manifests.errors import CidermillError, ConfigError
-
-# group -> (module, one-line help). A module that is not there yet is skipped.
-GROUPS: dict[str, tuple[str, str]] = {
-    "data": ("manifests.cli", "dataset versions: ls, show, verify, diff"),
-    "corpus": ("corpus.cli", "run pipelines, list stages"),
-    "mix": ("corpus.mix_cli", "tokenizers, tokenized datasets, mixtures, ablations"),
-    "synth": ("synth.cli", "synthetic post-training data"),
-    "train": ("training.cli", "pretraining, distillation, pruning, post-training"),
-    "eval": ("evals.cli", "evaluations of data and models"),
-    "quantize": ("training.quantize.cli", "palettization and recovery adapters"),
-}
+from manifests.main import GROUPS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +22,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--address", help="ray cluster address (implies --executor ray)")
     run.add_argument("--root", help="override output.root (the data root)")
     run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                     help="override any config key, validated like the YAML (repeatable): "
+                          "--set executor.workers=4 --set stages.text_length_v1.min_words=30")
     run.set_defaults(func=cmd_run)
     stages = csub.add_parser("stages", help="list registered stages and their options")
     stages.set_defaults(func=cmd_stages)
@@ -49,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args) -> int:
+    from manifests.overrides import parse_assignment
+
     from .executors import NothingKept, run_pipeline
     from .pipeline import describe_plan, load_pipeline
     from .report import stats_table
@@ -62,6 +52,9 @@ def cmd_run(args) -> int:
         overrides["executor.workers"] = args.workers
     if args.root:
         overrides["output.root"] = args.root
+    for assignment in args.set:
+        key, value = parse_assignment(assignment)
+        overrides[key] = value
     pipeline = load_pipeline(args.pipeline, overrides=overrides)
     if args.dry_run:
         print(describe_plan(pipeline))
@@ -107,42 +100,3 @@ def cmd_stages(args) -> int:
     for module, err in _IMPORT_FAILURES.items():
         print(f"(not available: {module}: {err})")
     return 0
-
-
-def _setup_logging(verbose: int) -> None:
-    level = logging.WARNING - 10 * verbose
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="cidermill", description="data-centric LM data engine")
-    parser.add_argument("-v", "--verbose", action="count", default=0)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{" + ",".join(GROUPS) + "}")
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    for group, (module, help_text) in GROUPS.items():
-        if group == chosen:
-            try:
-                importlib.import_module(module).add_parser(sub)
-            except ModuleNotFoundError as exc:
-                print(f"error: `cidermill {group}` is not available ({exc})", file=sys.stderr)
-                return 2
-        else:
-            sub.add_parser(group, help=help_text, add_help=False)
-    args = parser.parse_args(argv)
-    _setup_logging(args.verbose)
-    if not hasattr(args, "func"):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except ConfigError as exc:
-        print(f"config error: {exc}", file=sys.stderr)
-        return 2
-    except CidermillError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import difflib
 import glob
 import os
 import posixpath
@@ -20,15 +19,15 @@ from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import yaml
 
 from manifests.catalog import Catalog
+from manifests.config import build_config, check_keys, parse_size, require
+from manifests.overrides import apply_overrides, read_yaml
 from manifests.errors import ConfigError
 from manifests.names import validate_name
 from manifests.manifest import canonical_json, config_hash
 from manifests.storage import Location
 
-from .config import build_config, parse_size, require
 from .readers import InputFile, make_reader
 from .registry import stage_class
 from .stage import GlobalStage, Stage
@@ -158,37 +157,26 @@ def parse_stage_list(items: Any, where: str) -> list[Stage]:
         else:
             raise ConfigError(f"{where}: stages[{i}] must be `stage_name: {{options}}` (one key); got {item!r}")
         cls = stage_class(name)
-        stages.append(cls(options or {}))
+        try:
+            stages.append(cls(options or {}))
+        except ConfigError as exc:  # name the file too: "... in stage text_length_v1 (configs/x.yaml stages[2])"
+            raise ConfigError(f"{exc} ({where} stages[{i}])") from None
     return stages
 
 
-def load_pipeline(source: str | dict, *, overrides: dict | None = None) -> Pipeline:
-    """Load and validate a pipeline from a YAML path or a mapping; nothing runs here."""
+def load_pipeline(source: str | dict, *, overrides: dict | list[str] | None = None) -> Pipeline:
+    """Load and validate a pipeline from a YAML path or a mapping; nothing runs here.
+
+    `overrides`: dotted keys (`{"executor.workers": 4}`) or `--set` strings (`["stages.text_length_v1.min_words=30"]`),
+    applied before validation so they are checked like the YAML."""
     if isinstance(source, dict):
         data, where = dict(source), "pipeline"
     else:
-        where = str(source)
-        try:
-            with open(source, encoding="utf-8") as f:
-                data = yaml.safe_load(f)
-        except OSError as exc:
-            raise ConfigError(f"cannot read pipeline file {source}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML ({exc})") from exc
+        data, where = read_yaml(source, what="pipeline"), str(source)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a pipeline is a mapping with name, input, output, executor, stages")
-    for key, value in (overrides or {}).items():
-        section, _, sub = key.partition(".")
-        if sub:
-            data.setdefault(section, {})[sub] = value
-        else:
-            data[section] = value
-    known = {"name", "input", "output", "executor", "stages"}
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            fix = f"did you mean {close[0]!r}?" if close else f"valid keys: {', '.join(sorted(known))}"
-            raise ConfigError(f"unknown key {key!r} in {where}; {fix}")
+    data = apply_overrides(data, overrides or {}, where=where)
+    check_keys(data, ("name", "input", "output", "executor", "stages"), where=where)
     name = validate_name(data.get("name"), where=f"{where}: `name`")
     pipeline = Pipeline(
         name=name,

@@ -1,8 +1,9 @@
 """Stage lookup by versioned name. Stage modules register themselves with `@register`.
 
 Every module under the packages in STAGE_PACKAGES is imported on first lookup, so adding a stage
-is adding a file. A module whose optional dependency is missing is remembered, and a lookup that
-fails names it, so the error says which extra to install.
+is adding a file. A stage package that fails to import, or a stage module that fails for any reason
+but a missing third-party package, is an error. A module whose optional third-party dependency is
+missing is remembered, and a lookup that fails names it, so the error says which extra to install.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from manifests.errors import ConfigError
 from .stage import Stage
 
 STAGE_PACKAGES = ["corpus.stages", "synth.stages"]
+_OWN_PACKAGES = {"manifests", "corpus", "synth", "training", "evals"}
 _STAGES: dict[str, type[Stage]] = {}
 _IMPORT_FAILURES: dict[str, str] = {}
 _loaded = False
@@ -37,16 +39,21 @@ def _load_all() -> None:
         return
     _loaded = True
     for pkg_name in STAGE_PACKAGES:
-        try:
-            pkg = importlib.import_module(pkg_name)
-        except ImportError:
-            continue
+        pkg = importlib.import_module(pkg_name)  # a stage package that does not import is an error
         for info in pkgutil.iter_modules(pkg.__path__):
             module = f"{pkg_name}.{info.name}"
             try:
                 importlib.import_module(module)
-            except ImportError as exc:
+            except ModuleNotFoundError as exc:
+                if not _optional_dependency(exc):
+                    raise
                 _IMPORT_FAILURES[module] = str(exc)
+
+
+def _optional_dependency(exc: ModuleNotFoundError) -> bool:
+    """A third-party package an extra installs (not one of ours: a broken import of ours is a bug)."""
+    top = (exc.name or "").split(".")[0]
+    return bool(top) and top not in _OWN_PACKAGES
 
 
 def stage_class(name: str) -> type[Stage]:

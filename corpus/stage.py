@@ -17,9 +17,12 @@ Kinds:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable
 
 import pyarrow as pa
@@ -27,7 +30,7 @@ import pyarrow.compute as pc
 
 from manifests.manifest import StageStats
 
-from .config import build_config, config_to_dict
+from manifests.config import build_config, config_to_dict
 
 DROP_REASON = "drop_reason"
 DROP_STAGE = "drop_stage"
@@ -59,8 +62,18 @@ class Stage(ABC):
     def config_dict(self) -> dict:
         return config_to_dict(self.config)
 
+    def resources(self) -> dict[str, str | Path]:
+        """Files or folders this stage reads besides its input (word lists, model files, benchmark sets):
+        a label -> path. Their content hashes go into `describe()`, so the run key and the manifest change
+        when they do (a stage that reads nothing returns {} and its description is unchanged)."""
+        return {}
+
     def describe(self) -> dict:
-        return {"name": self.name, "config": self.config_dict()}
+        out = {"name": self.name, "config": self.config_dict()}
+        resources = self.resources()
+        if resources:
+            out["resources"] = {label: content_sha256(path) for label, path in sorted(resources.items())}
+        return out
 
     def __call__(self, table: pa.Table) -> StageResult:
         start = time.perf_counter()
@@ -124,6 +137,64 @@ class Filter(Stage):
 
     def apply(self, table: pa.Table) -> StageResult:
         return drop_by_reason(self.name, table, self.reasons(table))
+
+
+class ThresholdFilter(Filter):
+    """The generic score filter: drops rows whose `score_column()` is below `threshold()` as `reason`.
+
+    Score, then decide: a scorer stage adds the column, this compares. A null score drops as
+    `null_reason` (the same as `reason` by default; None keeps it). Subclasses name the column,
+    reason and the stage that must run first; the threshold comes from their config (`min_score`)."""
+
+    reason: ClassVar[str]
+    null_reason: ClassVar[str | None] = ""  # "": drop as `reason`; None: keep; else this reason
+    requires: ClassVar[str] = "the scorer"  # named in the error when the column is missing
+
+    def score_column(self) -> str:
+        return self.config.column
+
+    def threshold(self) -> float:
+        return self.config.min_score
+
+    def reasons(self, table: pa.Table) -> pa.Array:
+        column = self.score_column()
+        if column not in table.schema.names:
+            from manifests.errors import ConfigError
+
+            raise ConfigError(f"{self.name}: no column {column!r}; put {self.requires} before it")
+        score = table.column(column)
+        low = pc.fill_null(pc.less(score, self.threshold()), False)
+        out = pc.if_else(low, pa.scalar(self.reason), pa.scalar(None, pa.string()))
+        if self.null_reason is not None:
+            out = pc.if_else(pc.is_null(score), pa.scalar(self.null_reason or self.reason), out)
+        return out
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_cached(path: str, stamp: tuple) -> str:
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    for f in files:
+        if "__pycache__" in f.parts:
+            continue
+        h.update(f.relative_to(p).as_posix().encode() + b"\0" if p.is_dir() else b"")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def content_sha256(path: str | Path) -> str:
+    """sha256 over a file's bytes, or over a folder's files (relative names and bytes, in name order);
+    cached per (path, size, mtime). A missing resource is an error naming it."""
+    p = Path(path)
+    if not p.exists():
+        from manifests.errors import ConfigError
+
+        raise ConfigError(f"resource {p} is missing (a broken install, or a wrong path in the config)")
+    st = p.stat()
+    stamp = (st.st_size, st.st_mtime_ns) if p.is_file() else tuple(
+        (f.as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(p.rglob("*")) if f.is_file())
+    return _sha256_cached(str(p), stamp)
 
 
 def drop_by_reason(

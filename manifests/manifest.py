@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -230,3 +232,22 @@ class Manifest:
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{where}: not valid JSON ({exc})") from exc
         return cls.from_dict(data, where=where)
+
+
+def code_revision() -> str:
+    """The git commit of this checkout, `-dirty` when tracked files differ from it; outside a git checkout,
+    the installed package version. The one copy: pipelines, tokenizing, synth runs and evals record it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"cidermill=={version('cidermill')}"
+        except PackageNotFoundError:
+            return "unknown"

@@ -64,6 +64,7 @@ from typing import Any
 import pyarrow as pa
 
 from .catalog import Catalog
+from .config import Count, build_config, require
 from .errors import ConfigError, ManifestError
 from .manifest import MANIFEST_NAME, Manifest, ShardInfo, canonical_json, version_id_of
 from .storage import Location
@@ -72,29 +73,56 @@ log = logging.getLogger("cidermill.mixture")
 
 MIXTURE_SCHEMA_VERSION = 1
 MIXTURE_FILE = "mixture.json"
-KNOWN_STAGES = ("core", "continued", "context-lengthening", "sft", "rlhf", "ablation")
-_COUNT_UNITS = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+# The one list of training stage kinds: the pretraining stages a trainer runs (training/config.py
+# checks `stage` against PRETRAIN_STAGES) and the other labels a mixture may carry.
+PRETRAIN_STAGES = ("core", "continued", "context-lengthening")
+KNOWN_STAGES = PRETRAIN_STAGES + ("sft", "rlhf", "ablation")
 # A sum within this distance of 1 is taken as 1 (YAML floats like 0.1 + 0.2).
 WEIGHT_SUM_TOLERANCE = 1e-6
 
 
-def parse_count(value: Any, *, key: str, where: str) -> int:
-    """`6.3T`, `100B`, `2M`, `4096`, `1e9` -> an int (units are powers of 1000)."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key} in {where}: expected a count, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip().lower().replace("_", "").replace(",", "")
-        scale = _COUNT_UNITS.get(text[-1:], 1)
-        number = text[:-1] if scale != 1 else text
-        try:
-            return int(round(float(number) * scale))
-        except ValueError:
-            pass
-    raise ConfigError(f"{key} in {where}: {value!r} is not a count; write e.g. 6.3T, 100B, 2M or 4096")
+@dataclass(frozen=True, kw_only=True)
+class ComponentFile:
+    """One `components:` entry of a mixture file."""
+
+    name: str
+    dataset: str  # catalog ref: name, name@idprefix or idprefix
+    weight: float
+    text_field: str = "text"
+
+    def __post_init__(self):
+        require(math.isfinite(self.weight), f"weight must be a finite number; got {self.weight!r}")
+        require(self.weight >= 0, f"weight must be >= 0; got {self.weight}")
+        require(bool(self.name) and bool(self.dataset), "name and dataset must be non-empty strings")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MixtureFile:
+    """A mixture YAML file, key for key (validated by the one config library)."""
+
+    name: str
+    stage: str
+    tokenizer: str  # tokenizer artifact ref or tokenizer file path
+    seq_length: Count
+    token_budget: Count  # 6.3T, 100B, 2M or 4096
+    components: list[ComponentFile]
+    seed: int = 1234
+    notes: Any = None
+
+    def __post_init__(self):
+        require(bool(self.name) and "/" not in self.name and "@" not in self.name and not self.name.startswith("."),
+                f"name {self.name!r} must be a plain name (no '/', '@', leading '.')")
+        require(bool(self.stage), f"stage: give one of {list(KNOWN_STAGES)} (or another label)")
+        require(bool(self.tokenizer), "tokenizer: give a tokenizer artifact ref or a tokenizer file path")
+        require(self.seq_length > 0, f"seq_length must be > 0; got {self.seq_length}")
+        require(self.token_budget >= self.seq_length,
+                f"token_budget must be >= seq_length ({self.seq_length}); got {self.token_budget}")
+        require(bool(self.components), "components: give a non-empty list of {name, dataset, weight}")
+        names = [c.name for c in self.components]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        require(not dupes, f"components: duplicate component name(s) {dupes}")
+        require(sum(c.weight for c in self.components) > 0,
+                "components: weights sum to 0; give at least one weight > 0")
 
 
 @dataclass(frozen=True)
@@ -123,64 +151,13 @@ class MixtureSpec:
         """Validate a parsed mixture file; raise ConfigError naming the key and the fix."""
         if not isinstance(d, dict):
             raise ConfigError(f"{where}: expected a mapping with name, stage, tokenizer, components, ...")
-        allowed = {"name", "stage", "tokenizer", "seq_length", "token_budget", "components", "seed", "notes"}
-        unknown = sorted(set(d) - allowed)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {sorted(allowed)}")
-        for key in ("name", "stage", "tokenizer", "seq_length", "token_budget", "components"):
-            if key not in d:
-                raise ConfigError(f"{where}: missing key {key!r}")
-        name = d["name"]
-        if not isinstance(name, str) or not name or "/" in name or "@" in name or name.startswith("."):
-            raise ConfigError(f"name in {where}: {name!r} must be a plain name (no '/', '@', leading '.')")
-        stage = d["stage"]
-        if not isinstance(stage, str) or not stage:
-            raise ConfigError(f"stage in {where}: give one of {list(KNOWN_STAGES)} (or another label)")
-        if stage not in KNOWN_STAGES:
-            log.warning("%s: stage %r is not one of %s; keeping it as a label", where, stage, KNOWN_STAGES)
-        if not isinstance(d["tokenizer"], str) or not d["tokenizer"]:
-            raise ConfigError(f"tokenizer in {where}: give a tokenizer artifact ref or a tokenizer file path")
-        seq_length = parse_count(d["seq_length"], key="seq_length", where=where)
-        token_budget = parse_count(d["token_budget"], key="token_budget", where=where)
-        if seq_length <= 0:
-            raise ConfigError(f"seq_length in {where}: must be > 0; got {seq_length}")
-        if token_budget < seq_length:
-            raise ConfigError(f"token_budget in {where}: must be >= seq_length ({seq_length}); got {token_budget}")
-        seed = d.get("seed", 1234)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ConfigError(f"seed in {where}: expected an integer, got {seed!r}")
-        raw = d["components"]
-        if not isinstance(raw, list) or not raw:
-            raise ConfigError(f"components in {where}: give a non-empty list of {{name, dataset, weight}}")
-        components = []
-        for i, c in enumerate(raw):
-            at = f"components[{i}] in {where}"
-            if not isinstance(c, dict):
-                raise ConfigError(f"{at}: expected a mapping {{name, dataset, weight}}, got {c!r}")
-            extra = sorted(set(c) - {"name", "dataset", "weight", "text_field"})
-            if extra:
-                raise ConfigError(f"{at}: unknown key(s) {extra}; valid: name, dataset, weight, text_field")
-            for key in ("name", "dataset", "weight"):
-                if key not in c:
-                    raise ConfigError(f"{at}: missing key {key!r}")
-            weight = c["weight"]
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-                raise ConfigError(f"weight of {at}: expected a number, got {weight!r}")
-            if weight < 0:
-                raise ConfigError(f"weight of {at}: must be >= 0; got {weight}")
-            if not isinstance(c["name"], str) or not c["name"] or not isinstance(c["dataset"], str):
-                raise ConfigError(f"{at}: name and dataset must be non-empty strings")
-            components.append(MixtureComponent(
-                name=c["name"], dataset=c["dataset"], weight=float(weight),
-                text_field=str(c.get("text_field", "text")),
-            ))
-        names = [c.name for c in components]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ConfigError(f"components in {where}: duplicate component name(s) {dupes}")
+        f = build_config(MixtureFile, d, where=where)
+        if f.stage not in KNOWN_STAGES:
+            log.warning("%s: stage %r is not one of %s; keeping it as a label", where, f.stage, KNOWN_STAGES)
+        name, stage, seq_length, token_budget, seed = f.name, f.stage, f.seq_length, f.token_budget, f.seed
+        components = [MixtureComponent(name=c.name, dataset=c.dataset, weight=c.weight, text_field=c.text_field)
+                      for c in f.components]
         total = sum(c.weight for c in components)
-        if total <= 0:
-            raise ConfigError(f"components in {where}: weights sum to 0; give at least one weight > 0")
         given = tuple(c.weight for c in components)
         normalised = abs(total - 1.0) > WEIGHT_SUM_TOLERANCE
         if normalised:
@@ -188,7 +165,7 @@ class MixtureSpec:
                         ", ".join(f"{c.name}={c.weight / total:.4f}" for c in components))
         components = [replace(c, weight=c.weight / total) for c in components]
         return cls(
-            name=name, stage=stage, tokenizer=d["tokenizer"], seq_length=seq_length,
+            name=name, stage=stage, tokenizer=f.tokenizer, seq_length=seq_length,
             token_budget=token_budget, components=tuple(components), seed=seed,
             weights_normalised=normalised, weights_given=given, source=where,
         )

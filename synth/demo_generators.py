@@ -62,12 +62,12 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     import importlib.util
 
     from synth.backends import default_cache_path, load_backend
-    from synth.longcontext.qa import LongContextQA
+    from synth.stages.longcontext_qa import LongContextQA
     from synth.math.pipeline import math_stages
     from synth.math.seeds import load_gsm8k
-    from synth.sft.llm import register_backend
-    from synth.sft.runner import run_generator
-    from synth.summaries.payloads import load_c4_sample
+    from synth.generation.llm import register_backend
+    from synth.generation.runner import run_generator
+    from synth.stages.summaries_payloads import load_c4_sample
     from synth.summaries.pipeline import summary_stages
     from synth.tools.pipeline import tool_stages
     from synth.tools.seeds import load_glaive

@@ -9,7 +9,7 @@ The template (plain-text markers, so it works with any tokenizer, bytes included
     <|tool|>\n{tool output}<|end|>\n
 
 A tool call is the JSON object `{"name", "arguments"}` with sorted keys, as the tool-use generator
-(synth/tools/examples.py) writes its `calls` column. Each turn is rendered as (header, body): the header
+(synth/stages/tools_examples.py) writes its `calls` column. Each turn is rendered as (header, body): the header
 (`<|assistant|>\n`) is the prompt a generator is given and is never trained on; the body and its `<|end|>`
 are trained on when the turn's role is in `loss_on` (default: assistant turns only), so the model learns to
 stop. Segments are tokenized separately and concatenated, so a mask boundary is exactly a segment boundary
@@ -67,12 +67,12 @@ class ByteTokenizer:
 
 
 def load_tokenizer(spec: str):
-    """`bytes`, or a tokenizer file (SentencePiece .model / Hugging Face tokenizer.json) via corpus.tokenizer."""
+    """`bytes`, or a tokenizer file (SentencePiece .model / Hugging Face tokenizer.json) via corpus.mix.tokenizer."""
     if spec == "bytes":
         return ByteTokenizer()
     from pathlib import Path
 
-    from corpus.tokenizer import tokenizer_from_bytes
+    from corpus.mix.tokenizer import tokenizer_from_bytes
 
     path = Path(spec)
     if not path.is_file():

@@ -153,3 +153,18 @@ def latest(run_dir: str | Path) -> CheckpointInfo | None:
     run_dir = Path(run_dir)
     found = sorted(p for p in run_dir.glob("step-*") if (p / CHECKPOINT_MANIFEST).exists())
     return open_checkpoint(found[-1]) if found else None
+
+
+def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int | None = None,
+               parallel_output: bool = True, kernels: str | None = None):
+    """Rebuild a model from a checkpoint's manifest (its shape and RoPE base) and load its weights."""
+    from .model import build_model, get_shape
+
+    info = open_checkpoint(checkpoint_dir)
+    shape = get_shape(info.manifest["model_shape"]["name"], **{
+        k: v for k, v in info.manifest["model_shape"].items() if k != "name"})
+    model = build_model(shape, seq_length=seq_length,
+                        rotary_base=rotary_base or info.manifest["rotary_base"], parallel_output=parallel_output,
+                        kernels=kernels or info.manifest.get("kernels", "local"))
+    load_weights(info, model)
+    return model, info

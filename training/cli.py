@@ -1,6 +1,6 @@
 """`cidermill train ...`: pretraining stages, distillation, pruning, checkpoints. Thin: parse, call, print.
 
-Under torchrun every rank runs the same command (`torchrun --nproc-per-node 8 -m corpus.cli train pretrain
+Under torchrun every rank runs the same command (`torchrun --nproc-per-node 8 -m manifests.main train pretrain
 configs/train/afm-on-device-core.yaml`); only rank 0 prints.
 """
 
@@ -58,6 +58,7 @@ def add_parser(sub) -> None:
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     pl.add_argument("--mfu", type=float, default=0.4, help="post-training configs: the MFU the throughput "
                                                            "projection assumes")
+    _set_option(pl)
     pl.set_defaults(func=cmd_plan)
 
     for method, text in (("sft", "supervised fine-tuning on conversations (chat template, loss mask, packing)"),
@@ -69,6 +70,7 @@ def add_parser(sub) -> None:
         pt.add_argument("--out-dir", help="override out_dir")
         pt.add_argument("--init-from", help="override init_from (checkpoint)")
         pt.add_argument("--resume", help="'auto' (newest checkpoint under out_dir) or a checkpoint directory")
+        _set_option(pt)
         if method == "sft":
             pt.add_argument("--audit", action="store_true",
                             help="print packed samples with masked spans marked [[...]], then stop")
@@ -119,6 +121,18 @@ def _common(p) -> None:
     p.add_argument("--out-dir", help="override out_dir")
     p.add_argument("--root", help="data root for mixture references (overrides data.root)")
     p.add_argument("--mixture", help="mixture NAME[@id] or mixture.json to read instead of the config's data")
+    _set_option(p)
+
+
+def _set_option(p) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override any config key, validated like the YAML (repeatable): --set optim.lr=1e-3")
+
+
+def _sets(args) -> dict:
+    from manifests.overrides import parse_assignment
+
+    return dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
 
 
 def _load(args, path=None):
@@ -126,7 +140,8 @@ def _load(args, path=None):
 
     from .config import load_config, with_
 
-    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None))
+    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None),
+                      **_sets(args))
     if getattr(args, "root", None):
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
     if getattr(args, "mixture", None):
@@ -251,7 +266,7 @@ def cmd_post(args) -> int:
     from .post_config import load_config
 
     cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from,
-                      adapter_init=getattr(args, "adapter_init", None))
+                      adapter_init=getattr(args, "adapter_init", None), **_sets(args))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

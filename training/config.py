@@ -11,15 +11,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from manifests.config import build_config
+from manifests.overrides import apply_overrides
+from manifests.overrides import read_yaml as read_config_file
 from manifests.errors import ConfigError
+from manifests.mixture import PRETRAIN_STAGES
 
 from .model.shapes import ModelShape, get_shape
 from .optim.builder import OptimConfig
 from .parallel import ParallelConfig
 
-STAGES = ("core", "continued", "context-lengthening")  # the mixture manifests' stage names
+STAGES = PRETRAIN_STAGES  # one list of stage kinds, in manifests/mixture.py
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,14 +107,8 @@ class TrainConfig:
 
 
 def _build(cls, raw: dict, where: str):
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(raw) - names
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    try:
-        return cls(**raw)
-    except TypeError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    """Every training config section goes through the one config library (did-you-mean, type checks)."""
+    return build_config(cls, raw, where=where)
 
 
 def from_dict(raw: dict, *, where: str = "config") -> TrainConfig:
@@ -138,20 +134,14 @@ def from_dict(raw: dict, *, where: str = "config") -> TrainConfig:
 
 
 def read_yaml(path: str | Path, overrides: dict) -> dict:
-    """A YAML run config as a dict; `overrides` that are not None replace top-level keys (out_dir, steps...)."""
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a run config is a mapping of keys")
-    raw.update({k: v for k, v in overrides.items() if v is not None})
-    return raw
+    """A YAML run config as a dict; `overrides` that are not None replace keys: top-level (`out_dir`, `steps`)
+    or dotted (`optim.lr`, from `--set optim.lr=1e-3`), before validation, so they are checked like the YAML."""
+    raw = read_config_file(path, what="run config")
+    return apply_overrides(raw, {k: v for k, v in overrides.items() if v is not None}, where=str(path))
 
 
 def load_config(path: str | Path, **overrides) -> TrainConfig:
-    """Read a YAML run config; `overrides` replace top-level keys (e.g. out_dir, steps)."""
+    """Read a YAML run config; `overrides` replace keys (e.g. out_dir, steps, or dotted `optim.lr`)."""
     return from_dict(read_yaml(path, overrides), where=str(path))
 
 

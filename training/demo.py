@@ -1,5 +1,5 @@
 """`make demo` step: train the tiny AFM-architecture model on the demo's own core mixture and show the
-loss falling. Reads `demo-core` (published by corpus.mix_demo); if that mixture is missing, falls back to a
+loss falling. Reads `demo-core` (published by corpus.mix.demo); if that mixture is missing, falls back to a
 byte-level mixture over the `c4-clean` version (training.byte_mixture) and says so.
 """
 

@@ -19,11 +19,12 @@ import torch
 from manifests.errors import ConfigError
 
 from . import checkpoint as ckpt
+from .checkpoint import load_model  # noqa: F401  (lives with the checkpoint format; imported from here too)
 from . import parallel
 from .config import TrainConfig
 from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits, valid_share_for
 from .losses import cross_entropies, distillation_loss, masked_mean
-from .model import build_model, get_shape
+from .model import build_model
 from .optim import build_optimizer, skip_or_clip_grad_norm_
 
 
@@ -74,19 +75,6 @@ class TrainResult:
         return self.eval_history[-1][1]
 
 
-def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int | None = None,
-               parallel_output: bool = True, kernels: str | None = None):
-    """Rebuild a model from a checkpoint's manifest (its shape and RoPE base) and load its weights."""
-    info = ckpt.open_checkpoint(checkpoint_dir)
-    shape = get_shape(info.manifest["model_shape"]["name"], **{
-        k: v for k, v in info.manifest["model_shape"].items() if k != "name"})
-    model = build_model(shape, seq_length=seq_length,
-                        rotary_base=rotary_base or info.manifest["rotary_base"], parallel_output=parallel_output,
-                        kernels=kernels or info.manifest.get("kernels", "local"))
-    ckpt.load_weights(info, model)
-    return model, info
-
-
 @torch.no_grad()
 def evaluate(model, dataset, *, micro_batch: int, autocast=contextlib.nullcontext) -> dict[str, float]:
     """Over the whole held-out split, token-weighted: `loss` = cross-entropy against the true labels,
@@ -114,7 +102,7 @@ def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int
           log=print) -> TrainResult:
     """Run `cfg`; `resume` = a checkpoint dir or "auto" (newest under out_dir); `stop_after` = save and
     stop after that many total steps (to test resumption)."""
-    from .distill import TeacherLabels
+    from .teacher import TeacherLabels
 
     parallel.setup(cfg.parallel, seed=cfg.seed)
     plan = plan_run(cfg)

@@ -300,7 +300,7 @@ def aime24(root: Path) -> Iterator[Item]:
     yield from _fields(root / "math_eval_harness" / "aime24" / "test.jsonl", "problem", "solution")
 
 
-# Math test sets used to decontaminate synthetic math (synth/math/decontam.py); not in the corpus default.
+# Math test sets used to decontaminate synthetic math (synth/stages/math_decontam.py); not in the corpus default.
 @benchmark("math500", "math_eval_harness/math_oai/test.jsonl")
 def math500(root: Path) -> Iterator[Item]:
     yield from _fields(root / "math_eval_harness" / "math_oai" / "test.jsonl", "problem", "solution",

@@ -10,7 +10,6 @@ on an object store). A file that a later step expects and that is missing is an 
 from __future__ import annotations
 
 import io
-import os
 
 import numpy as np
 import pyarrow as pa

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 from ..pipeline import Pipeline
+from ..stage import TaskMap
 from .base import Executor, NothingKept, RunOutcome
 from .task import TaskResult, TaskSpec, run_task
 
@@ -17,6 +20,19 @@ def make_executor(pipeline: Pipeline, *, progress: bool = True) -> Executor:
     return LocalExecutor(pipeline, progress=progress)
 
 
+def make_task_map(kind: str = "local", *, workers: int = 0, address: str | None = None, fork: bool = False) -> TaskMap:
+    """The executor's task map outside a pipeline (tokenizing): `fn` over items on the local pool or Ray."""
+    workers = workers or os.cpu_count() or 1
+    if kind == "ray":
+        from .ray import RayTaskMap, _ensure_ray
+
+        _ensure_ray(address, workers)
+        return RayTaskMap(workers)
+    from .local import LocalTaskMap
+
+    return LocalTaskMap(workers, fork=fork)
+
+
 def run_pipeline(pipeline: Pipeline, *, progress: bool = True) -> RunOutcome:
     executor = make_executor(pipeline, progress=progress)
     try:
@@ -25,4 +41,5 @@ def run_pipeline(pipeline: Pipeline, *, progress: bool = True) -> RunOutcome:
         executor.close()
 
 
-__all__ = ["Executor", "NothingKept", "RunOutcome", "TaskResult", "TaskSpec", "make_executor", "run_pipeline", "run_task"]
+__all__ = ["Executor", "NothingKept", "RunOutcome", "TaskResult", "TaskSpec", "make_executor", "make_task_map",
+           "run_pipeline", "run_task"]

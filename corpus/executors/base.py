@@ -7,9 +7,7 @@ the output bytes lives here, so the local and Ray executors write the same versi
 from __future__ import annotations
 
 import logging
-import os
 import pickle
-import subprocess
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ from manifests.catalog import Catalog, utc_now
 from manifests.dataset import DatasetVersion
 from manifests.errors import FatalError
 from manifests.locks import Lock
-from manifests.manifest import Manifest, PipelineInfo, StageStats, config_hash, version_id_of
+from manifests.manifest import Manifest, PipelineInfo, StageStats, code_revision, config_hash, version_id_of
 from manifests.storage import Location
 
 from ..pipeline import Pipeline
@@ -51,23 +49,6 @@ class NothingKept(FatalError):
         self.stats = stats
         self.rejects = rejects
         self.errors = errors
-
-
-def code_revision() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        rev = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return rev + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return f"cidermill=={version('cidermill')}"
-        except PackageNotFoundError:
-            return "unknown"
 
 
 class Executor(ABC):
@@ -131,6 +112,7 @@ class Executor(ABC):
                     rejects_prefix=f"p{k}-", marker=staging.join(f"pass-{k}", "tasks", f"{i:05d}.json"),
                     batch_rows=p.executor.batch_rows, target_bytes=p.target_bytes,
                     row_group_rows=p.output.row_group_rows, cast=dict(p.input.cast) if k == 0 else {},
+                    max_retries=p.executor.max_task_retries,
                 )
                 for i, f in enumerate(pass_inputs)
             ]

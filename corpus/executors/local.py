@@ -23,7 +23,6 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable
 
-from manifests.errors import RetryableError
 
 from ..stage import TaskMap
 from .base import Executor
@@ -90,14 +89,17 @@ def _pool(workers: int, ctx) -> ProcessPoolExecutor:
 
 
 class LocalTaskMap(TaskMap):
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, *, fork: bool = False):
         self.workers = workers
+        # fork: workers inherit what the parent imported and built (tokenizing: megatron-core, the tokenizer)
+        self.fork = fork and "fork" in mp.get_all_start_methods()
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
         items = list(items)
         if self.workers <= 1 or len(items) <= 1:
             return [fn(x) for x in items]
-        with _pool(min(self.workers, len(items)), _context()) as pool:
+        ctx = mp.get_context("fork") if self.fork else _context()
+        with _pool(min(self.workers, len(items)), ctx) as pool:
             return list(pool.map(fn, items))
 
 
@@ -150,7 +152,7 @@ class LocalExecutor(Executor):
         results = []
         for spec in specs:
             spec.progress = _Direct() if progress.bars else None
-            results.append(self._with_retries(lambda s=spec: run_task(s)))
+            results.append(run_task(spec))  # retries happen inside the task (task.py)
         return results
 
     def _run_pool(self, specs: list[TaskSpec], workers: int, progress: Progress) -> list[TaskResult]:
@@ -163,7 +165,6 @@ class LocalExecutor(Executor):
             manager.start(die_with_parent, (os.getpid(),))
         q = manager.Queue() if manager else None
         results: dict[int, TaskResult] = {}
-        attempts = {s.index: 0 for s in specs}
         try:
             with _pool(workers, ctx) as pool:
                 pending: dict[Future, TaskSpec] = {}
@@ -177,13 +178,7 @@ class LocalExecutor(Executor):
                     for fut in done:
                         spec = pending.pop(fut)
                         try:
-                            results[spec.index] = fut.result()
-                        except RetryableError as exc:
-                            attempts[spec.index] += 1
-                            if attempts[spec.index] > self.pipeline.executor.max_task_retries:
-                                raise
-                            log.warning("task %d: %s; retrying", spec.index, exc)
-                            pending[pool.submit(run_task, spec)] = spec
+                            results[spec.index] = fut.result()  # retried inside the task (task.py)
                         except BaseException:
                             for other in pending:
                                 other.cancel()
@@ -203,13 +198,3 @@ class LocalExecutor(Executor):
                 progress.update(*q.get_nowait())
             except (queue.Empty, EOFError, OSError):
                 return
-
-    def _with_retries(self, fn: Callable[[], TaskResult]) -> TaskResult:
-        for attempt in range(self.pipeline.executor.max_task_retries + 1):
-            try:
-                return fn()
-            except RetryableError as exc:
-                if attempt == self.pipeline.executor.max_task_retries:
-                    raise
-                log.warning("%s; retrying", exc)
-        raise AssertionError("unreachable")

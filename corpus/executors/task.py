@@ -19,7 +19,7 @@ import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,10 +59,18 @@ class TaskSpec:
     progress: Any = None  # a queue taking (stage name, rows) messages, or None
     cast: dict = field(default_factory=dict)  # column -> Arrow type name, applied to what the reader yields
     owner_pid: int = 0  # the run's process, when this task runs in a worker on the same machine
+    max_retries: int = 0  # RetryableError: redo the task from scratch this many times (any executor, Ray too)
 
     @property
     def prefix(self) -> str:
         return f"part-{self.index:05d}"
+
+
+def marker_json(outcome: Any) -> str:
+    """A task outcome (a dataclass) as its marker's JSON, without `resumed` (a fact of this run, not the task)."""
+    d = asdict(outcome)
+    d.pop("resumed", None)
+    return json.dumps(d, sort_keys=True)
 
 
 @dataclass
@@ -77,9 +85,7 @@ class TaskResult:
     resumed: bool = False
 
     def to_json(self) -> str:
-        d = asdict(self)
-        d.pop("resumed")
-        return json.dumps(d, sort_keys=True)
+        return marker_json(self)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "TaskResult":
@@ -92,25 +98,48 @@ class TaskResult:
         )
 
 
-def _completed(spec: TaskSpec) -> TaskResult | None:
-    if not spec.marker.exists():
+def read_marker(marker: Location, *, files: Callable[[dict], list[tuple[Location, int]]],
+                what: str) -> dict | None:
+    """The one marker check (pipeline tasks and tokenize tasks alike): the payload of a completion marker
+    that parses, passes `files(payload)` (raise ValueError/KeyError/TypeError for "not this task's") and
+    whose files all exist with their recorded sizes. Otherwise the marker is deleted and None returned,
+    so the task is redone from scratch."""
+    if not marker.exists():
         return None
     try:
-        result = TaskResult.from_json(spec.marker.read_bytes())
+        payload = json.loads(marker.read_bytes())
+        expected = files(payload)
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: ignoring unreadable marker %s (%s); redoing", what, marker.uri, exc)
+        marker.delete()
+        return None
+    for loc, size in expected:
+        if not loc.exists() or loc.size() != size:
+            log.warning("%s: marker present but %s is missing or changed; redoing", what, loc.uri)
+            marker.delete()
+            return None
+    return payload
+
+
+def write_marker(marker: Location, payload_json: str, *, what: str) -> None:
+    """Written last and atomically, after every file the task made is in place."""
+    try:
+        marker.write_bytes_atomic(payload_json.encode())
+    except OSError as exc:
+        raise FatalError(f"{what}: cannot write its marker: {_one_line(exc)}") from None
+
+
+def _completed(spec: TaskSpec) -> TaskResult | None:
+    def files(d: dict) -> list[tuple[Location, int]]:
+        result = TaskResult.from_json(json.dumps(d))
         if result.index != spec.index or result.input_key != spec.input.key:
             raise ValueError(f"marker is for task {result.index} ({result.input_key})")
-    except (ValueError, KeyError, TypeError) as exc:
-        log.warning("task %d: ignoring unreadable marker %s (%s); redoing", spec.index, spec.marker.uri, exc)
-        spec.marker.delete()
-        return None
-    for info, base in [(s, spec.shards_dir) for s in result.shards] + \
-                      [(s, spec.rejects_dir) for s in result.rejects]:
-        loc = base.join(info.path.rsplit("/", 1)[-1])
-        if not loc.exists() or loc.size() != info.bytes:
-            log.warning("task %d: marker present but %s is missing or changed; redoing", spec.index, info.path)
-            spec.marker.delete()
-            return None
-    return result
+        return [(base.join(info.path.rsplit("/", 1)[-1]), info.bytes)
+                for info, base in [(s, spec.shards_dir) for s in result.shards] +
+                [(s, spec.rejects_dir) for s in result.rejects]]
+
+    payload = read_marker(spec.marker, files=files, what=f"task {spec.index}")
+    return None if payload is None else TaskResult.from_json(json.dumps(payload))
 
 
 def _clear_leftovers(spec: TaskSpec) -> None:
@@ -167,7 +196,44 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def apply_stages(table: pa.Table, stages: list[Stage], stats: list[StageStats], *,
+                 on_start: Callable[[str], None] | None = None,
+                 on_done: Callable[[str, Any], None] | None = None,
+                 on_rejects: Callable[[pa.Table], None] | None = None) -> pa.Table:
+    """The one place a batch goes through stages in order: each stage's stats merge into `stats` (one per
+    stage), its rejects go to `on_rejects`. Pipeline tasks and the synth runner both call this."""
+    for stage, st in zip(stages, stats):
+        if on_start is not None:
+            on_start(stage.name)
+        result = stage(table)
+        st.merge(result.stats)
+        if on_done is not None:
+            on_done(stage.name, result)
+        if result.rejects is not None and on_rejects is not None:
+            on_rejects(result.rejects)
+        table = result.table
+    return table
+
+
+def with_retries(fn: Callable[[], Any], *, retries: int, what: str) -> Any:
+    """The one retry loop: a RetryableError is retried `retries` times, then raised. It runs inside the
+    task, wherever the executor put it (a local worker, a Ray task), so every executor retries alike."""
+    for attempt in range(retries + 1):
+        try:
+            return fn()
+        except RetryableError as exc:
+            if attempt == retries:
+                raise
+            log.warning("%s: %s; retrying (%d of %d)", what, exc, attempt + 1, retries)
+    raise AssertionError("unreachable")
+
+
 def run_task(spec: TaskSpec) -> TaskResult:
+    """Run one task, retrying a RetryableError `spec.max_retries` times (each try starts clean)."""
+    return with_retries(lambda: _run_task_once(spec), retries=spec.max_retries, what=f"task {spec.index}")
+
+
+def _run_task_once(spec: TaskSpec) -> TaskResult:
     _check_owner(spec)
     done = _completed(spec)
     if done is not None:
@@ -203,14 +269,14 @@ def run_task(spec: TaskSpec) -> TaskResult:
                 read_stats.rows_in += table.num_rows
                 read_stats.rows_out += table.num_rows
                 _report(spec, READ_STAGE, table.num_rows)
-                for stage, stats in zip(spec.stages, stage_stats):
-                    current = stage.name
-                    result = stage(table)
-                    stats.merge(result.stats)
-                    _report(spec, stage.name, result.stats.rows_in)
-                    if result.rejects is not None and rejects_writer is not None:
-                        rejects_writer.write(_rejects_view(result.rejects))
-                    table = result.table
+                def entering(name: str) -> None:
+                    nonlocal current
+                    current = name
+
+                table = apply_stages(
+                    table, spec.stages, stage_stats, on_start=entering,
+                    on_done=lambda name, result: _report(spec, name, result.stats.rows_in),
+                    on_rejects=(lambda r: rejects_writer.write(_rejects_view(r))) if rejects_writer is not None else None)
                 current = "write"
                 writer.write(table)
                 current = READ_STAGE
@@ -247,11 +313,7 @@ def run_task(spec: TaskSpec) -> TaskResult:
         stats=[read_stats, *stage_stats], errors=errors, seconds=time.perf_counter() - start,
     )
     _check_owner(spec)
-    try:
-        spec.marker.write_bytes_atomic(result.to_json().encode())
-    except OSError as exc:
-        raise FatalError(f"task {spec.index} (input {spec.input.key}): cannot write its marker: "
-                         f"{_one_line(exc)}") from None
+    write_marker(spec.marker, result.to_json(), what=f"task {spec.index} (input {spec.input.key})")
     return result
 
 

@@ -9,6 +9,8 @@ stylesheets (Vasil Yaroshevich's XSLT MathML Library, shipped in corpus/math/dat
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import re
@@ -35,6 +37,27 @@ def _mmltex() -> etree.XSLT:
     return etree.XSLT(etree.parse(str(MMLTEX)))  # shipped with the package: missing is a broken install
 
 
+# Fallbacks are counted, not silent: a stage runs its batch inside `count_fallbacks()` and adds the
+# counts to its stats counters (corpus/stages/math_filters.py CountsMathFallbacks), so they show in the manifest.
+_FALLBACKS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("html_math_fallbacks", default=None)
+
+
+@contextlib.contextmanager
+def count_fallbacks():
+    counts: dict[str, int] = {}
+    token = _FALLBACKS.set(counts)
+    try:
+        yield counts
+    finally:
+        _FALLBACKS.reset(token)
+
+
+def _count_fallback(kind: str) -> None:
+    counts = _FALLBACKS.get()
+    if counts is not None:
+        counts[kind] = counts.get(kind, 0) + 1
+
+
 def mathml_to_latex(math_el) -> str:
     for ann in math_el.iter("annotation", f"{{{MATHML_NS}}}annotation"):
         if (ann.get("encoding") or "").lower() in ("application/x-tex", "tex", "latex"):
@@ -44,7 +67,7 @@ def mathml_to_latex(math_el) -> str:
     try:
         return str(_mmltex()(etree.fromstring(markup))).strip().strip("$").strip()
     except (etree.XMLSyntaxError, etree.XSLTApplyError):
-        pass  # markup the stylesheet cannot take: the MathML's text
+        _count_fallback("mathml_text_fallback")  # markup the stylesheet cannot take: the MathML's text
     return " ".join("".join(math_el.itertext()).split())
 
 

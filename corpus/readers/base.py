@@ -16,7 +16,7 @@ import pyarrow as pa
 from manifests.errors import RecordError
 from manifests.storage import Location
 
-from ..config import build_config
+from manifests.config import build_config
 
 OnRecordError = Callable[[RecordError], None]
 

@@ -13,7 +13,7 @@ import zstandard
 
 from manifests.errors import RecordError, ShardError
 
-from ..config import require
+from manifests.config import require
 from .base import InputFile, OnRecordError, Reader, stable_id
 
 

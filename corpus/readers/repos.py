@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from manifests.errors import RecordError, ShardError
 
-from ..config import require
+from manifests.config import require
 from .base import InputFile, OnRecordError, Reader, stable_id
 from .jsonl import open_decompressed
 

@@ -17,7 +17,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from manifests.errors import RecordError, ShardError
 
-from ..config import require
+from manifests.config import require
 from .base import InputFile, OnRecordError, Reader
 
 _TYPES = {"response": WarcRecordType.response, "resource": WarcRecordType.resource,

@@ -1,4 +1,4 @@
-"""License and language filters for code (and for any dataset with a license column).
+"""License filters for code (and for any dataset with a license column).
 
 - `code_license_v1`: keeps rows whose `license` (an SPDX expression, from the repos reader or a
   dataset's own column) has some alternative fully inside the permissive set (OR: one branch,
@@ -9,7 +9,8 @@
   ids in any case (`cc-by-4.0`), lists, or names in words ("Creative Commons Attribution 3.0
   Unported License"): values become SPDX expressions first (ids directly, names through the
   license phrase index); a name that matches nothing is `unknown`.
-- `code_language_v1`: keeps code files in the listed languages (`not_code`, `language:<name>`).
+
+The language filter `code_language_v1` is in code_language.py.
 """
 
 from __future__ import annotations
@@ -17,20 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from manifests.config import require
 from manifests.errors import ConfigError
 
-from ..code.language import language_of
 from ..code.license import AMBIGUOUS, PERMISSIVE, UNKNOWN, is_allowed
-from ..config import require
 from ..registry import register
 from ..stage import Filter
-
-# The report's 14 common languages are not all named; these are the eight it names plus the six
-# most common others in permissive GitHub code.
-COMMON_LANGUAGES = ["Swift", "Python", "C", "Objective-C", "C++", "JavaScript", "Java", "Go",
-                    "TypeScript", "Rust", "Ruby", "PHP", "C#", "Kotlin"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,36 +92,3 @@ class LicenseSelect(Filter):
             return name_expression(v)  # SPDX ids in any case, names in words, CC NC/SA/ND parsed
 
         return _reasons(values, self.config.allow, canon)
-
-
-@dataclass(frozen=True, kw_only=True)
-class LanguageConfig:
-    languages: list[str] | None = field(default_factory=lambda: list(COMMON_LANGUAGES))  # None: any code
-
-    def __post_init__(self):
-        require(self.languages is None or bool(self.languages), "languages must be a non-empty list or null")
-
-
-@register
-class CodeLanguage(Filter):
-    """Keeps code in the listed languages; uses the `language` column, else detects from `path`."""
-
-    name = "code_language_v1"
-    Config = LanguageConfig
-
-    def reasons(self, table: pa.Table) -> pa.Array:
-        if "language" in table.schema.names:
-            lang = table.column("language")
-        elif "path" in table.schema.names:
-            heads = pc.utf8_slice_codeunits(table.column("text"), 0, 512).to_pylist()
-            lang = pa.array([language_of(p or "", h) for p, h in zip(table.column("path").to_pylist(), heads)],
-                            pa.string())
-        else:
-            raise ConfigError(f"{self.name}: needs a `language` or `path` column (read with `format: repos`)")
-        null = pa.scalar(None, pa.string())
-        reasons = pa.nulls(table.num_rows, pa.string())
-        if self.config.languages is not None:
-            listed = pc.is_in(lang, value_set=pa.array(self.config.languages, pa.string()))
-            other = pc.binary_join_element_wise(pa.scalar("language:"), lang, "")
-            reasons = pc.if_else(listed, null, other)
-        return pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)

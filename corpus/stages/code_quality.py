@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..config import require
+from manifests.config import require
 from ..pii import SECRET_KINDS, find_secrets, redact_secrets
 from ..registry import register
 from ..stage import Mapper, with_columns

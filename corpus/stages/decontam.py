@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from manifests.storage import Location
 
-from ..config import require
+from manifests.config import require
 from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
 from ..dedup.drops import check_columns

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..dedup.drops import DropIds
 from ..dedup.keyed import FirstOccurrenceDedup
 from ..registry import register

@@ -27,7 +27,7 @@ import numpy as np
 
 from manifests.storage import Location
 
-from ..config import require
+from manifests.config import require
 from ..dedup.components import star_components, write_edges
 from ..dedup.drops import DropIds, check_columns, write_drop_ids
 from ..dedup.lsh import SignatureReader, band_records, bucket_edges, bucket_key

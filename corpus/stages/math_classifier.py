@@ -14,10 +14,10 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..math.classifier import load_model, predict
 from ..registry import register
-from ..stage import Filter, Scorer
+from ..stage import Scorer, ThresholdFilter
 
 SCORE = "math__classifier_score"
 
@@ -39,6 +39,11 @@ class MathClassifier(Scorer):
     name = "math_classifier_v1"
     Config = MathClassifierConfig
 
+    def resources(self) -> dict:
+        from ..math.classifier import DEFAULT_MODEL
+
+        return {"model": self.config.model_path or DEFAULT_MODEL}
+
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         cfg = self.config
         if cfg.field not in table.schema.names:
@@ -56,14 +61,13 @@ class MathClassifierFilterConfig:
 
 
 @register
-class MathClassifierFilter(Filter):
-    """Drops rows with math__classifier_score under min_score as `low_math_score`."""
+class MathClassifierFilter(ThresholdFilter):
+    """Drops rows with math__classifier_score under min_score (or null) as `low_math_score`."""
 
     name = "math_classifier_filter_v1"
     Config = MathClassifierFilterConfig
+    reason = "low_math_score"
+    requires = "math_classifier_v1"
 
-    def reasons(self, table: pa.Table) -> pa.Array:
-        if SCORE not in table.schema.names:
-            raise ConfigError(f"{self.name}: no {SCORE} column; run math_classifier_v1 before it")
-        low = pc.fill_null(pc.less(table.column(SCORE), self.config.min_score), True)
-        return pc.if_else(low, pa.scalar("low_math_score"), pa.scalar(None, pa.string()))
+    def score_column(self) -> str:
+        return SCORE

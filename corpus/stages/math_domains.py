@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter
 from .math_classifier import SCORE
@@ -96,6 +96,9 @@ class MathDomains(Filter):
 
     name = "math_domains_v1"
     Config = MathDomainsConfig
+
+    def resources(self) -> dict:
+        return {"domains": self.config.domains_file or DEFAULT_DOMAINS}
 
     def __init__(self, config=None):
         super().__init__(config)

@@ -19,14 +19,26 @@ import pyarrow.compute as pc
 
 from manifests.errors import ConfigError
 
-from ..config import require
-from ..math.html_math import decode_markup
+from manifests.config import require
+from ..math.html_math import count_fallbacks, decode_markup
 from ..math.signals import text_columns
 from ..math.visible import count_delimited, visible_math
 from ..registry import register
-from ..stage import Filter, Scorer
+from ..stage import Filter, Scorer, StageResult
 
 COLUMNS = ["math__n_tags", "math__n_symbols", "math__n_latex", "math__symbol_density"]
+
+
+class CountsMathFallbacks:
+    """Mixin for stages that read HTML math: the batch runs inside html_math.count_fallbacks(), and each
+    fallback (MathML the stylesheet cannot take, kept as its text) is counted in the stage's counters."""
+
+    def apply(self, table: pa.Table) -> StageResult:
+        with count_fallbacks() as counts:
+            result = super().apply(table)
+        for key, n in counts.items():
+            result.stats.counters[key] = result.stats.counters.get(key, 0) + n
+        return result
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,11 +64,17 @@ def signal_columns(table: pa.Table, cfg: SignalsConfig, stage: str) -> dict[str,
 
 
 @register
-class MathSignals(Scorer):
+class MathSignals(CountsMathFallbacks, Scorer):
     """Counts math template tags, Unicode math symbols and LaTeX commands per row."""
 
     name = "math_signals_v1"
     Config = SignalsConfig
+
+    def resources(self) -> dict:
+        from ..math import html_math, signals
+
+        return {"latex_words": signals.DATA / "latex_words", "unicode_math": signals.DATA / "unicode_math",
+                "mmltex": html_math.MMLTEX.parent}
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         return signal_columns(table, self.config, self.name)
@@ -85,7 +103,7 @@ class MathFilterConfig:
 
 
 @register
-class MathFilter(Filter):
+class MathFilter(CountsMathFallbacks, Filter):
     """Keeps pages with math tags and/or symbols; drops the rest as `no_math`."""
 
     name = "math_filter_v1"

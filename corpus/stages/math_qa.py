@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from manifests.errors import ConfigError
 
-from ..config import require
+from manifests.config import require
 from ..math.html_math import decode_markup, page_text
 from ..math.qa import extract_qa
+from .math_filters import CountsMathFallbacks
 from ..registry import register
 from ..stage import Mapper, with_columns
 
@@ -40,11 +41,16 @@ class MathQAConfig:
 
 
 @register
-class MathQAExtract(Mapper):
+class MathQAExtract(CountsMathFallbacks, Mapper):
     """Question + answers from Q&A-site HTML into `text`, formulas kept as LaTeX."""
 
     name = "math_qa_extract_v1"
     Config = MathQAConfig
+
+    def resources(self) -> dict:
+        from ..math import html_math
+
+        return {"mmltex": html_math.MMLTEX.parent}
 
     def transform(self, table: pa.Table):
         cfg = self.config

@@ -16,7 +16,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..config import require
+from manifests.config import require
 from ..pii import CATEGORIES, PLACEHOLDERS, find_pii, is_test_email, redact
 from ..registry import register
 from ..stage import Mapper, with_columns

@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..classify.model import QualityModel
 from ..classify.train import resolve_model
-from ..config import require
+from manifests.config import require
 from ..registry import register
-from ..stage import Filter, Scorer
+from ..stage import Scorer, ThresholdFilter
 
 DEFAULT_COLUMN = "quality__classifier_score"
 _MODELS: dict[str, QualityModel] = {}
@@ -74,16 +73,10 @@ class QualityThresholdConfig:
 
 
 @register
-class QualityThreshold(Filter):
+class QualityThreshold(ThresholdFilter):
     """Drops rows whose classifier score is below min_score (`low_quality_score`); null scores drop too."""
 
     name = "quality_classifier_filter_v1"
     Config = QualityThresholdConfig
-
-    def reasons(self, table: pa.Table) -> pa.Array:
-        if self.config.column not in table.schema.names:
-            from manifests.errors import ConfigError
-
-            raise ConfigError(f"{self.name}: no column {self.config.column!r}; put quality_classifier_v1 before it")
-        low = pc.fill_null(pc.less(table.column(self.config.column), self.config.min_score), True)
-        return pc.if_else(low, pa.scalar("low_quality_score"), pa.scalar(None, pa.string()))
+    reason = "low_quality_score"
+    requires = "quality_classifier_v1"

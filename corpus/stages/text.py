@@ -8,7 +8,7 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Mapper, Scorer
 

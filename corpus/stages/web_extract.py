@@ -18,7 +18,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Mapper, with_columns
 from ..web.extract import ExtractTimeout, extract_page, time_limit

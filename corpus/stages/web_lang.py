@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer
 

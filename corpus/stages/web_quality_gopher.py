@@ -17,7 +17,7 @@ from itertools import chain, repeat
 import numpy as np
 import pyarrow as pa
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter
 from ..web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import require
+from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer, StageResult
 from ..web import safety_domains, safety_model, safety_terms
@@ -84,6 +84,9 @@ class WebSafety(Scorer):
 
     name = "web_safety_v2"
     Config = WebSafetyConfig
+
+    def resources(self) -> dict:
+        return {"web_data": safety_terms.TERMS_PATH.parents[1], "safety_model": safety_model.MODEL_PATH}
 
     def __init__(self, config=None):
         super().__init__(config)

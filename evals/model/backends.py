@@ -327,13 +327,13 @@ class VLLMLM(LM):  # pragma: no cover - GPU only
 
 def checkpoint_tokenizer(info):
     """The checkpoint's tokenizer as an object with encode/decode: UTF-8 bytes (byte mixtures) or the
-    project's tokenizer artifact (corpus.tokenizer)."""
+    project's tokenizer artifact (corpus.mix.tokenizer)."""
     from training.export_hf import checkpoint_tokenizer as entry
 
     tok = entry(info)
     if tok.get("kind") == "bytes":
         return ByteTokenizer(eod_id=int(tok.get("eod_id", 0)))
-    from corpus.tokenizer.artifact import load_tokenizer
+    from corpus.mix.tokenizer.artifact import load_tokenizer
 
     return load_tokenizer(tok["model_file"])
 

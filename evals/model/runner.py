@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 from manifests.errors import ConfigError
+from manifests.manifest import code_revision
 
 from .data import benchmarks_dir
 
@@ -75,16 +75,8 @@ def evaluate(lm, tasks: list[str], *, limit: int | None = None, data_dir: str | 
         shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in res["metrics"].items()}
         log(f"{name:40s} {shown}  ({res['seconds']:.1f} s)")
     return {"schema_version": RESULT_SCHEMA, "model": lm.describe(), "limit": limit, "data_dir": str(folder),
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code_revision": _revision(),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code_revision": code_revision(),
             "tasks": results}
-
-
-def _revision() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=Path(__file__).parent).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def write_results(result: dict, out: str | Path) -> Path:

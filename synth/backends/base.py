@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Sequence
 
 import pyarrow as pa
 
-from corpus.config import require
+from manifests.config import require
 
 from .cache import ResponseCache
 

@@ -7,19 +7,17 @@ the CLI and tests, where the seed table is small and in memory.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from corpus.executors.base import code_revision
 from corpus.stage import Stage
 from manifests import Catalog
-from manifests.manifest import PipelineInfo, StageStats
+from manifests.manifest import StageStats
+from synth.generation import runner
 
-from .questions import CodingDecontam, CodingQuestionDedup, CodingQuestions
-from .triplets import CodingTriplets
+from synth.stages.coding_questions import CodingDecontam, CodingQuestionDedup, CodingQuestions
+from synth.stages.coding_triplets import CodingTriplets
 
 
 def coding_stages(backend: dict, *, questions_per_topic: int = 2, n_tests: int = 5, min_tests: int = 2,
@@ -47,13 +45,7 @@ class CodingRun:
 
 
 def run_stages(seeds: pa.Table, stages: list[Stage]) -> CodingRun:
-    table, rejects, stats = seeds, [], []
-    for stage in stages:
-        result = stage(table)
-        table = result.table
-        stats.append(result.stats)
-        if result.rejects is not None and result.rejects.num_rows:
-            rejects.append(result.rejects)
+    table, stats, rejects = runner.run_stages(seeds, stages)
     return CodingRun(table, rejects, stats)
 
 
@@ -85,18 +77,10 @@ def pass_rate_summary(run: CodingRun) -> dict:
 def write_run(catalog: Catalog, run: CodingRun, *, name: str = "synth_coding_triplets",
               stages: list[Stage]) -> tuple:
     """Publish the triplets (and rejects, when any) with the stages and their statistics."""
-    described = [s.describe() for s in stages]
-    canonical = json.dumps(described, sort_keys=True, default=str)
-    info = PipelineInfo(name=name, stages=described, config={"stages": described}, code_revision=code_revision(),
-                        config_sha256=hashlib.sha256(canonical.encode()).hexdigest())
     summary = pass_rate_summary(run)
-    kept = catalog.write_table(name, run.table, pipeline=info, stats=run.stats, extra={"pass_rates": summary},
-                               schema=run.table.schema)
-    rej = None
-    if run.rejects:
-        tables = [_as_strings(t) for t in run.rejects]
-        rej = catalog.write_table(f"{name}_rejects", pa.concat_tables(tables, promote_options="permissive"),
-                                  pipeline=info, parents=[kept.version_id])
+    kept, rej = runner.publish_run(catalog, name, run.table, stages, run.stats, run.rejects,
+                                   extra={"pass_rates": summary}, rejects_name=f"{name}_rejects",
+                                   rejects_view=_as_strings)
     return kept, rej, summary
 
 

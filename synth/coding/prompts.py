@@ -10,7 +10,7 @@ import ast
 import builtins
 import re
 
-from synth.sft.template import PromptTemplate
+from synth.generation.template import PromptTemplate
 
 QUESTION = PromptTemplate(
     id="coding_question", version="v1",

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 from corpus.stage import Stage
-from synth.sft.dedup import EmbedDedupLocal
+from synth.stages.sft_dedup import EmbedDedupLocal
 
-from .augment import MathAugment
-from .cot import MathCotAnswers
-from .decontam import MathDecontam
-from .judges import DifficultyJudge, DifficultyThreshold, KeepSolvable, SolvabilityJudge
+from synth.stages.math_augment import MathAugment
+from synth.stages.math_cot import MathCotAnswers
+from synth.stages.math_decontam import MathDecontam
+from synth.stages.math_judges import DifficultyJudge, DifficultyThreshold, KeepSolvable, SolvabilityJudge
 
 
 def math_stages(backend: dict, *, n_samples: int = 4, cot_max_tokens: int = 256, gen_max_tokens: int = 160,

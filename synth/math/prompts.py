@@ -1,6 +1,6 @@
 """Math prompt templates (our own wording, versioned)."""
 
-from synth.sft.template import PromptTemplate
+from synth.generation.template import PromptTemplate
 
 REPHRASE = PromptTemplate(
     id="math_rephrase", version="v1",

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from manifests.errors import RecordError
 
-from .answers import gsm8k_final, last_boxed
+from synth.math.answers import gsm8k_final, last_boxed
 
 SEED_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("question", pa.string()),
                          ("answer", pa.string()), ("solution", pa.string())])

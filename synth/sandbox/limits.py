@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
-from corpus.config import require
+from manifests.config import require
 
 
 class Verdict(str, Enum):

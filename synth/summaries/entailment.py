@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from synth.backends import SamplingParams
-from synth.sft.template import PromptTemplate
+from synth.generation.template import PromptTemplate
 
-from .features import FEATURE_NAMES, feature_matrix, sentences
+from synth.summaries.features import FEATURE_NAMES, feature_matrix, sentences
 
 MODEL_PATH = Path(__file__).with_name("entailment_model.json")
 

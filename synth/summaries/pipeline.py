@@ -7,13 +7,13 @@
 from __future__ import annotations
 
 from corpus.stage import Stage
-from synth.sft.dedup import EmbedDedupLocal
+from synth.stages.sft_dedup import EmbedDedupLocal
 
-from .filters import EntailmentFilter, EntailmentScore
-from .injection import InjectedCopies, InjectionCheck
-from .payloads import Payloads
-from .rules import SummaryRules
-from .teacher import TeacherSummaries
+from synth.stages.summaries_filters import EntailmentFilter, EntailmentScore
+from synth.stages.summaries_injection import InjectedCopies, InjectionCheck
+from synth.stages.summaries_payloads import Payloads
+from synth.stages.summaries_rules import SummaryRules
+from synth.stages.summaries_teacher import TeacherSummaries
 
 
 def summary_stages(backend: dict, *, max_tokens: int = 80, injection_fraction: float = 0.5, seed: int = 0,

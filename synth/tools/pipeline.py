@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 from corpus.stage import Stage
-from synth.sft.dedup import EmbedDedupLocal
+from synth.stages.sft_dedup import EmbedDedupLocal
 
-from .augment import AddDistractors, ParallelCalls
-from .bootstrap import BootstrapExamples
-from .examples import ToolExamples
-from .filters import ToolCallValidate
+from synth.stages.tools_augment import AddDistractors, ParallelCalls
+from synth.stages.tools_bootstrap import BootstrapExamples
+from synth.stages.tools_examples import ToolExamples
+from synth.stages.tools_filters import ToolCallValidate
 
 
 def tool_stages(backend: dict, *, max_bootstrap: int = 1000, max_pairs: int = 100, k_distractors: int = 3,

@@ -13,7 +13,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from .schema import arguments_schema
+from synth.tools.schema import arguments_schema
 
 
 @lru_cache(maxsize=4096)

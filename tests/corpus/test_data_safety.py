@@ -4,7 +4,6 @@ ids, runs that keep nothing, clear errors, and a dry run that checks what the ru
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -48,7 +47,7 @@ def _cfg(folder: Path, root: Path, *, stages=None, fmt="jsonl", pattern="*.jsonl
 
 
 def _cli(config: Path, *extra: str) -> list[str]:
-    code = ("import sys, tests.corpus.slow_stage; from corpus.cli import main; "
+    code = ("import sys, tests.corpus.slow_stage; from manifests.main import main; "
             f"sys.exit(main(['corpus', 'run', {str(config)!r}, '--no-progress', *{list(extra)!r}]))")
     return [sys.executable, "-c", code]
 

@@ -101,7 +101,7 @@ def test_dry_run_plan_writes_nothing(tmp_path, c4_docs):
 
 
 def _cli(config: Path, root: Path) -> list[str]:
-    code = ("import sys, tests.corpus.slow_stage; from corpus.cli import main; "
+    code = ("import sys, tests.corpus.slow_stage; from manifests.main import main; "
             f"sys.exit(main(['corpus', 'run', {str(config)!r}, '--no-progress']))")
     return [sys.executable, "-c", code]
 

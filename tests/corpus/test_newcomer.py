@@ -78,7 +78,7 @@ def test_data_ls_of_an_unknown_name_exits_nonzero_with_the_names(tmp_path, capsy
 
 
 def test_tokenizer_artifact_shows_its_vocabulary_not_rows(tmp_path, capsys, c4_docs):
-    from corpus.tokenizer import TokenizerTrainConfig, train_tokenizer
+    from corpus.mix.tokenizer import TokenizerTrainConfig, train_tokenizer
 
     cat = Catalog(str(tmp_path))
     cat.write_table("web", pa.table({"id": [str(i) for i in range(len(c4_docs))], "text": [d["text"] for d in c4_docs]}))
@@ -130,7 +130,7 @@ def test_a_ray_run_prints_no_ray_info_or_deprecation_lines(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", [{"text": f"document number {i}"} for i in range(20)])
     yaml_path = _pipeline(tmp_path, [str(tmp_path / "a.jsonl")], tmp_path / "root")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "corpus.cli", "corpus", "run", str(yaml_path), "--executor", "ray",
+    proc = subprocess.run([sys.executable, "-m", "manifests.main", "corpus", "run", str(yaml_path), "--executor", "ray",
                            "--workers", "1", "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert " INFO " not in proc.stderr and "deprecated" not in proc.stderr, proc.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from corpus.cli import main
+from manifests.main import main
 from corpus.plan import PassCost, StageCost, parse_bytes, project
 from manifests.errors import ConfigError
 

@@ -70,3 +70,97 @@ def test_misspelt_yaml_key_fails_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown key 'text_feild' in input \(format jsonl\); did you mean 'text_field'"):
         load_pipeline(str(cfg))
     assert not (tmp_path / "data").exists()
+
+
+def test_a_stage_module_that_fails_to_import_is_an_error_unless_an_extra_is_missing(monkeypatch):
+    """Degrade loudly: a broken import of our own code stops the lookup; a missing optional package is
+    remembered and named (corpus/registry.py)."""
+    import importlib
+
+    from corpus import registry
+
+    real = importlib.import_module
+
+    def fake(name, *args):
+        if name == "corpus.stages.text":
+            raise ModuleNotFoundError("No module named 'corpus.nothing'", name="corpus.nothing")
+        if name == "corpus.stages.web_lang":
+            raise ModuleNotFoundError("No module named 'fasttext_x'", name="fasttext_x")
+        return real(name, *args)
+
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "_IMPORT_FAILURES", {})
+    monkeypatch.setattr(registry.importlib, "import_module", fake)
+    with pytest.raises(ModuleNotFoundError, match="corpus.nothing"):
+        registry._load_all()
+    monkeypatch.setattr(registry, "_loaded", False)
+
+    def only_optional(name, *args):
+        if name == "corpus.stages.web_lang":
+            raise ModuleNotFoundError("No module named 'fasttext_x'", name="fasttext_x")
+        return real(name, *args)
+
+    monkeypatch.setattr(registry.importlib, "import_module", only_optional)
+    registry._load_all()
+    assert registry._IMPORT_FAILURES == {"corpus.stages.web_lang": "No module named 'fasttext_x'"}
+    monkeypatch.setattr(registry, "_loaded", False)  # the next lookup loads everything for real
+
+
+def test_threshold_filters_share_one_rule_and_keep_their_decisions():
+    """The generic ThresholdFilter: below the threshold drops with the stage's reason; nulls as it says.
+    The reasons are what the hand-written filters gave (the reference is written out here, per row)."""
+    import pyarrow as pa
+
+    from corpus.stages.math_classifier import MathClassifierFilter
+    from corpus.stages.quality_classifier import QualityThreshold
+    from synth.stages.sft_judge import JudgeThreshold
+
+    t = pa.table({"quality__score": pa.array([0.9, 0.5, 0.49, None], pa.float32()),
+                  "math__classifier_score": pa.array([0.1, 0.7, None, 0.5], pa.float32()),
+                  "judge__score": pa.array([7, 5, None, 6], pa.int32())})
+    q = QualityThreshold({"min_score": 0.5, "column": "quality__score"}).reasons(t).to_pylist()
+    assert q == [None, None, "low_quality_score", "low_quality_score"]
+    m = MathClassifierFilter({"min_score": 0.5}).reasons(t).to_pylist()
+    assert m == ["low_math_score", None, "low_math_score", None]
+    j = JudgeThreshold({"min_score": 6}).reasons(t).to_pylist()
+    assert j == [None, "judge_below_threshold", "judge_unparsed", None]
+    j_keep = JudgeThreshold({"min_score": 6, "drop_unparsed": False}).reasons(t).to_pylist()
+    assert j_keep == [None, "judge_below_threshold", None, None]
+    with pytest.raises(ConfigError, match="put math_classifier_v1 before it"):
+        MathClassifierFilter({}).reasons(pa.table({"x": [1]}))
+
+
+def test_a_resource_a_stage_reads_is_hashed_into_its_description(tmp_path):
+    """Changing a word list / model file / domain list changes describe() (so the run key), with no
+    config change; a stage reading nothing keeps its plain description."""
+    import hashlib
+
+    from corpus.registry import stage_class
+
+    domains = tmp_path / "domains.txt"
+    domains.write_text("# test list\nexample.org allow\n")
+    stage = stage_class("math_domains_v1")({"domains_file": str(domains)})
+    first = stage.describe()
+    assert first["resources"] == {"domains": hashlib.sha256(domains.read_bytes()).hexdigest()}
+    domains.write_text("# test list\nexample.org deny\n")
+    assert stage.describe()["resources"]["domains"] != first["resources"]["domains"]
+    assert stage.describe()["config"] == first["config"]
+    assert "resources" in stage_class("math_signals_v1")({}).describe()
+    assert set(stage_class("web_safety_v2")({}).describe()["resources"]) == {"web_data", "safety_model"}
+    assert "resources" not in stage_class("text_length_v1")({}).describe()
+
+
+def test_the_mathml_fallback_is_counted_in_the_stage_counters():
+    """MathML the stylesheet cannot take falls back to its text, and the stage's stats count it."""
+    import pyarrow as pa
+
+    from corpus.registry import stage_class
+
+    good = "<html><body><p>x <math><mi>a</mi><mo>+</mo><mi>b</mi></math> done</p></body></html>"
+    # a namespace prefix that is never declared: the MathML cannot be parsed as XML by the stylesheet
+    broken = "<html><body><p>y <math><m:mi>a</m:mi><mo>=</mo><mn>1</mn></math> end</p></body></html>"
+    stage = stage_class("math_signals_v1")({})
+    out = stage(pa.table({"id": ["1", "2"], "text": [good, broken]}))
+    assert out.stats.counters.get("mathml_text_fallback", 0) >= 1
+    clean = stage(pa.table({"id": ["1"], "text": [good]}))
+    assert "mathml_text_fallback" not in clean.stats.counters

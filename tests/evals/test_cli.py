@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from corpus.cli import main
+from manifests.main import main
 
 
 @pytest.mark.parametrize("argv", [["eval", "data", "entailment", "--help"], ["eval", "data", "safety", "--help"],

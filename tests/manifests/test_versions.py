@@ -159,7 +159,7 @@ def test_uri_and_local_path_work_alike(tmp_path):
 
 
 def test_cli_verify_and_diff(tmp_path, capsys):
-    from corpus.cli import main
+    from manifests.main import main
 
     cat = Catalog(tmp_path)
     a = cat.write_table("docs", _table([1, 2]))

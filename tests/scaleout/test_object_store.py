@@ -85,7 +85,7 @@ def _c4_pipeline(paths: str, root: str) -> dict:
 
 
 def _cli(config: Path) -> list[str]:
-    code = ("import sys, tests.corpus.slow_stage; from corpus.cli import main; "
+    code = ("import sys, tests.corpus.slow_stage; from manifests.main import main; "
             f"sys.exit(main(['corpus', 'run', {str(config)!r}, '--no-progress']))")
     return [sys.executable, "-c", code]
 

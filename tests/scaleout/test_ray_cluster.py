@@ -126,12 +126,12 @@ def test_two_nodes_sharing_only_an_object_store_give_the_local_ids(tmp_path, s3_
 
         driver_env = {**env, "PYTHONPATH": str(REPO)}
         no_token = {k: v for k, v in driver_env.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
-        refused = subprocess.run([sys.executable, "-m", "corpus.cli", "corpus", "run", str(config), "--no-progress"],
+        refused = subprocess.run([sys.executable, "-m", "manifests.main", "corpus", "run", str(config), "--no-progress"],
                                  cwd=REPO, env=no_token, capture_output=True, text=True, timeout=120)
         assert refused.returncode != 0
         line = [x for x in refused.stderr.splitlines() if "requires token authentication" in x]
         assert line and "set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=" in line[0], refused.stderr[-2000:]
-        driver = subprocess.Popen([sys.executable, "-m", "corpus.cli", "corpus", "run", str(config), "--no-progress"],
+        driver = subprocess.Popen([sys.executable, "-m", "manifests.main", "corpus", "run", str(config), "--no-progress"],
                                   cwd=REPO, env=driver_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         fs = s3_server.fs()
         deadline = time.time() + 240

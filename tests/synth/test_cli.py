@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from corpus.cli import main
+from manifests.main import main
 from manifests import Catalog
 
 from .backends.fake_openai import FakeServer

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from corpus.cli import main as cidermill
+from manifests.main import main as cidermill
 
 
 @pytest.mark.slow

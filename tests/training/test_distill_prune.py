@@ -153,7 +153,7 @@ def test_precompute_top1_sharded_over_ranks_gives_the_same_ids(byte_root, tmp_pa
     import sys
     from pathlib import Path
 
-    from training.distill import TeacherLabels
+    from training.teacher import TeacherLabels
     from training.trainer import plan_run
 
     from .test_parallel_cpu import free_port
@@ -169,7 +169,7 @@ def test_precompute_top1_sharded_over_ranks_gives_the_same_ids(byte_root, tmp_pa
     one = precompute_top1(cfg, teacher=str(src.checkpoint), prefix=tmp_path / "one" / "ids")
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(free_port()), "-m", "corpus.cli", "train", "precompute-top1", str(path), "--teacher",
+                           str(free_port()), "-m", "manifests.main", "train", "precompute-top1", str(path), "--teacher",
                            str(src.checkpoint), "--out", str(tmp_path / "two" / "ids")], cwd=repo,
                           env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

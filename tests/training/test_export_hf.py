@@ -64,7 +64,7 @@ def test_sentencepiece_tokenizer_export_matches_sentencepiece(tmp_path, c4_docs)
 
     spm = pytest.importorskip("sentencepiece")
     transformers = pytest.importorskip("transformers")
-    from corpus.tokenizer.train import TokenizerTrainConfig
+    from corpus.mix.tokenizer.train import TokenizerTrainConfig
     from training.export_hf import write_tokenizer
 
     texts = [d["text"] for d in c4_docs]

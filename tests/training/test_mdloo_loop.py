@@ -179,7 +179,7 @@ def test_cli_train_mdloo(tmp_path, capsys):
     import dataclasses
     import json
 
-    from corpus.cli import main as cidermill
+    from manifests.main import main as cidermill
     from training.mdloo_config import load_config
 
     run = _tiny_run(tmp_path, "cli")

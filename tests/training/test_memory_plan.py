@@ -128,7 +128,7 @@ def test_plan_cli_full_size_on_device_fits_on_8x80(capsys):
     import json
     from pathlib import Path
 
-    from corpus.cli import main as cidermill
+    from manifests.main import main as cidermill
 
     config = Path(__file__).resolve().parents[2] / "configs/train/afm-on-device-core.yaml"
     assert cidermill(["train", "plan", str(config), "--gpus", "8", "--gpu-mem", "80GiB", "--json"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus.cli import main as cidermill
+from manifests.main import main as cidermill
 
 
 @pytest.mark.slow  # six short training runs, each a fresh interpreter, two at a time

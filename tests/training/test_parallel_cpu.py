@@ -36,7 +36,7 @@ def run_config(tmp_path, byte_root, name, *, tp, micro, nproc) -> dict:
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
                 "--master-port", str(free_port())] if nproc > 1 else [sys.executable]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([*launcher, "-m", "corpus.cli", "train", "pretrain", str(path)], cwd=REPO, env=env,
+    proc = subprocess.run([*launcher, "-m", "manifests.main", "train", "pretrain", str(path)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((tmp_path / name / "step-0000008" / "checkpoint.json").read_text())

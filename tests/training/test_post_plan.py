@@ -51,7 +51,7 @@ def test_lora_count_equals_a_real_adapter_and_only_it_has_state(tmp_path):
 
 
 def test_cli_plans_the_afm_post_configs():
-    from corpus.cli import main
+    from manifests.main import main
 
     for method in ("sft", "rm", "dpo"):
         assert main(["train", "plan", str(POST / f"afm-on-device-{method}.yaml"), "--gpus", "8"]) == 0

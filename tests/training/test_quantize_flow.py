@@ -25,7 +25,7 @@ def trained(byte_root, tmp_path_factory):
 def test_cli_flow_palettize_recover_export(trained, tmp_path, c4_docs):
     transformers = pytest.importorskip("transformers")
     peft = pytest.importorskip("peft")
-    from corpus.cli import main
+    from manifests.main import main
     from training.adapters.lora import AdapterHost
     from training.adapters.store import base_id, load_adapter
     from training.byte_mixture import encode

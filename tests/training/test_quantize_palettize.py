@@ -92,7 +92,7 @@ def trained(byte_root, tmp_path_factory):
 
 
 def test_cli_palettize_manifest_loader_and_heldout_loss(trained, tmp_path):
-    from corpus.cli import main
+    from manifests.main import main
     from training import checkpoint as ckpt
     from training.quantize.evalset import eval_set, mean_loss
     from training.trainer import load_model
@@ -220,7 +220,7 @@ def test_gradient_fisher_is_the_mean_squared_per_sample_gradient(trained, tmp_pa
 def test_cli_palettize_with_gradient_weighting(trained, tmp_path):
     import json
 
-    from corpus.cli import main
+    from manifests.main import main
 
     out = tmp_path / "pal-grad"
     assert main(["quantize", "palettize", str(trained), "--bpw", "3.0", "--weighting", "gradients",

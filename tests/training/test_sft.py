@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
@@ -171,7 +170,7 @@ def test_sft_resumes_exactly(tmp_path):
 def test_audit_cli_prints_a_packed_sample_with_masked_spans(tmp_path, capsys):
     import yaml
 
-    from corpus.cli import main
+    from manifests.main import main
 
     cfg = tmp_path / "sft.yaml"
     cfg.write_text(yaml.safe_dump({"name": "audit", "method": "sft", "model": {"shape": "tiny", "vocab_size": 256},

@@ -4,7 +4,6 @@ configs/math.yaml's keep decision on the dev and held-out halves."""
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 
 import pyarrow as pa

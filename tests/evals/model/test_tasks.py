@@ -173,7 +173,7 @@ def test_every_registered_gauntlet_file_loads(shared_data):
 
 @pytest.mark.slow
 def test_cli_model_compare_plot(tiny_checkpoint, shared_data, tmp_path, capsys):
-    from corpus.cli import main
+    from manifests.main import main
 
     data = str(shared_data / "benchmarks")
     for name, tasks in (("a", "arc_easy"), ("b", "arc_easy,piqa")):

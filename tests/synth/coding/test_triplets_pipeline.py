@@ -12,7 +12,7 @@ from manifests import Catalog
 from synth.backends import ScriptedBackend
 from synth.coding.pipeline import coding_stages, pass_rate_summary, run_stages, write_run
 from synth.coding.topics import TOPICS, topics_table
-from synth.sft.llm import register_backend
+from synth.generation.llm import register_backend
 
 MBPP_COPY = ("Write a function to find the minimum cost path to reach (m, n) from (0, 0) for the given cost "
              "matrix cost[][] and a position (m, n) in cost[][].")

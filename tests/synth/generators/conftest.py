@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synth.backends import ScriptedBackend
-from synth.sft.llm import register_backend
+from synth.generation.llm import register_backend
 
 
 @pytest.fixture

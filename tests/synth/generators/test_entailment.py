@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 from synth.backends.scripted import ScriptedBackend
-from synth.sft.llm import register_backend
+from synth.generation.llm import register_backend
 from synth.summaries.entailment import (FEATURE_NAMES, Labelled, auc, balanced_accuracy, calibrate, judge_scores,
                                         leave_one_dataset_out, load_scorer)
 from synth.summaries.features import extrinsic_free, feature_matrix, is_specific, tokens
-from synth.summaries.filters import EntailmentFilter, EntailmentScore
+from synth.stages.summaries_filters import EntailmentFilter, EntailmentScore
 
 DOC = ("The city library will open at 8 am on Saturdays from March. The council approved the budget on Tuesday. "
        "Mayor Ortiz said the change would cost 40,000 dollars a year.\n\nIn other news, the museum in Lyon is closed.")

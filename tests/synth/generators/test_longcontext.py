@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from synth.longcontext.qa import LongContextQA, build_context, check_question, est_tokens, pick_span
-from synth.summaries.payloads import load_c4_sample
+from synth.stages.longcontext_qa import LongContextQA, build_context, check_question, est_tokens, pick_span
+from synth.stages.summaries_payloads import load_c4_sample
 from tests.conftest import SAMPLES
 
 

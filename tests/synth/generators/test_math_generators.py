@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 
 from manifests.errors import ConfigError
-from synth.math.augment import MathAugment, check_rephrase, reverse_question
-from synth.math.cot import MathCotAnswers, majority
-from synth.math.decontam import MathDecontam
-from synth.math.judges import DifficultyJudge, DifficultyThreshold, KeepSolvable, SolvabilityJudge, parse_yes_no
+from synth.stages.math_augment import MathAugment, check_rephrase, reverse_question
+from synth.stages.math_cot import MathCotAnswers, majority
+from synth.stages.math_decontam import MathDecontam
+from synth.stages.math_judges import DifficultyJudge, DifficultyThreshold, KeepSolvable, SolvabilityJudge, parse_yes_no
 from synth.math.seeds import load_gsm8k
 
 NATALIA = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
@@ -137,7 +137,7 @@ def test_solvability_judge_asks_only_about_questions_without_ground_truth(script
 
 
 def test_quoted_problem_is_taken_out_of_chatter():
-    from synth.math.augment import clean_generation
+    from synth.stages.math_augment import clean_generation
 
     reply = ('A more challenging math problem:\n\n"Jack buys a dozen oranges at 2 dollars each and 5 pears at 1 '
              'dollar each. How much does he spend?"\n\nThis problem needs more steps.')

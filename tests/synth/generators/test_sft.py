@@ -10,9 +10,9 @@ import pytest
 from corpus.executors import run_pipeline
 from corpus.pipeline import load_pipeline
 from manifests.catalog import Catalog
-from synth.sft.dedup import greedy_keep
-from synth.sft.judge import JudgeThreshold, LLMJudgeScore, parse_rating
-from synth.sft.runner import run_generator
+from synth.stages.sft_dedup import greedy_keep
+from synth.stages.sft_judge import JudgeThreshold, LLMJudgeScore, parse_rating
+from synth.generation.runner import run_generator
 
 
 def test_greedy_keep_first_copy_wins_across_blocks():

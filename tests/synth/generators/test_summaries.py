@@ -8,10 +8,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from synth.summaries.injection import INJECTIONS, InjectedCopies, InjectionCheck, followed, plant
-from synth.summaries.payloads import Payloads, load_c4_sample, make_payload, sentences
-from synth.summaries.rules import SummaryRules
-from synth.summaries.teacher import TeacherSummaries
+from synth.stages.summaries_injection import INJECTIONS, InjectedCopies, InjectionCheck, followed, plant
+from synth.stages.summaries_payloads import Payloads, load_c4_sample, make_payload, sentences
+from synth.stages.summaries_rules import SummaryRules
+from synth.stages.summaries_teacher import TeacherSummaries
 from tests.conftest import SAMPLES
 
 PAYLOAD = ("From: Alex Morgan <alex@example.com>\nTo: Priya Shah <priya@example.com>\nSubject: Library hours\n\n"

@@ -8,10 +8,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from synth.tools.augment import ParallelCalls
-from synth.tools.bootstrap import BootstrapExamples
-from synth.tools.examples import ToolExamples, examples_from_dialogue
-from synth.tools.filters import ToolCallValidate
+from synth.stages.tools_augment import ParallelCalls
+from synth.stages.tools_bootstrap import BootstrapExamples
+from synth.stages.tools_examples import ToolExamples, examples_from_dialogue
+from synth.stages.tools_filters import ToolCallValidate
 from synth.tools.schema import arguments_schema
 from synth.tools.seeds import load_glaive
 from synth.tools.validate import parse_call_text, validate_call
@@ -119,7 +119,7 @@ def test_parse_call_text():
 
 @pytest.mark.slow
 def test_distractors_are_similar_tools(shared_data):
-    from synth.tools.augment import AddDistractors
+    from synth.stages.tools_augment import AddDistractors
 
     table = load_glaive(shared_data / "function_calling/llamafactory_glaive/glaive_toolcall_en_demo.json", limit=120)
     ex = ToolExamples({})(table).table

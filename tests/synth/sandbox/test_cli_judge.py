@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from corpus.cli import main
+from manifests.main import main
 
 TESTS = "import math\nassert add(1, 2) == 3\nassert add(2, 2) == 4\nassert math.isclose(add(0.1, 0.2), 0.3)\n"
 
