@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -136,12 +137,17 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+            return float(value)  # PyYAML (YAML 1.1) reads `3e-4` as a string: what the user meant is a number
         raise ConfigError(f"{key} in {where}: expected a number, got {value!r}")
     if tp is str:
         if isinstance(value, str):
             return value
         raise ConfigError(f"{key} in {where}: expected a string, got {value!r}")
     return value
+
+
+_YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def check_keys(mapping: dict, known, *, where: str) -> None:

@@ -17,7 +17,8 @@ import time
 
 # Each area's module with `run(root: str) -> None`; one that does not import stops the demo.
 DEMO_STEPS = ["corpus.demo", "corpus.classify.demo", "corpus.mix.demo", "synth.demo", "training.demo",
-              "evals.model.demo", "training.post_demo", "training.quantize.demo"]
+              "evals.model.demo", "training.post_demo", "training.quantize.demo",
+              "training.mdloo_demo", "training.itec_demo"]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

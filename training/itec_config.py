@@ -6,7 +6,7 @@
     prompts:                              # training/prompt_sets.py readers
       - {kind: gsm8k, path: data/samples/gsm8k/train_short64.jsonl, limit: 16}
       - {kind: preference, path: data/samples/preference/llamafactory/dpo_en_demo.json.gz, limit: 8}
-      - {kind: instructions, path: data/samples/preference/hh_rlhf/harmless-base_test_first800.jsonl.gz, limit: 8}
+      - {kind: instructions, path: data/samples/preference/hh_rlhf/harmless-base_test.jsonl.gz, limit: 8}
       - {kind: glaive, path: data/samples/glaive/glaive_toolcall_en_demo.json, limit: 8}
     committee:                            # the starting members; `reference` is the first one
       - {name: sft, checkpoint: out/post/tiny-sft}

@@ -42,8 +42,20 @@ def _context() -> mp.context.BaseContext:
 _PR_SET_PDEATHSIG = 1
 
 
+def _start_worker(owner_pid: int, env: dict[str, str]) -> None:
+    """Pool initializer: the run's environment, then `die_with_parent`.
+
+    A forkserver is started once per process and keeps the environment it started with, so a
+    variable set later (object-store credentials, `CIDERMILL_*`) would not reach its workers; each
+    worker takes the run's environment as it is when the pool starts, as a forked one would."""
+    for key in set(os.environ) - set(env):
+        del os.environ[key]
+    os.environ.update(env)
+    die_with_parent(owner_pid)
+
+
 def die_with_parent(owner_pid: int) -> None:
-    """Pool initializer: end this worker as soon as the run (`owner_pid`) is gone.
+    """End this worker as soon as the run (`owner_pid`) is gone.
 
     A forkserver worker's parent is the forkserver, not the run, and the forkserver only exits
     once every worker has (they hold its liveness pipe), so PDEATHSIG alone would not fire: a
@@ -85,7 +97,8 @@ def _watch(owner_pid: int) -> None:
 
 
 def _pool(workers: int, ctx) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_start_worker,
+                               initargs=(os.getpid(), dict(os.environ)))
 
 
 class LocalTaskMap(TaskMap):

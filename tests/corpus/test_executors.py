@@ -152,3 +152,17 @@ def test_local_and_ray_runs_give_the_same_rows_and_version(tmp_path, c4_docs):
     assert ray_out.version.read(columns=["id"]).column("id").to_pylist() == \
         local.version.read(columns=["id"]).column("id").to_pylist()
     assert ray_out.rejects.version_id == local.rejects.version_id
+
+
+def test_pool_workers_see_the_environment_of_the_run_not_of_the_forkserver(monkeypatch):
+    """The forkserver keeps the environment it started with; object-store credentials set after it
+    (in a notebook, or by a test fixture) must still reach the workers of the next run."""
+    from corpus.executors.local import LocalTaskMap
+
+    tasks = LocalTaskMap(2)
+    monkeypatch.delenv("CIDERMILL_TEST_LATE_VAR", raising=False)
+    assert tasks.map(os.getenv, ["CIDERMILL_TEST_LATE_VAR"] * 2) == [None, None]  # forkserver now running
+    monkeypatch.setenv("CIDERMILL_TEST_LATE_VAR", "set-after-the-forkserver")
+    assert tasks.map(os.getenv, ["CIDERMILL_TEST_LATE_VAR"] * 2) == ["set-after-the-forkserver"] * 2
+    monkeypatch.delenv("CIDERMILL_TEST_LATE_VAR")
+    assert tasks.map(os.getenv, ["CIDERMILL_TEST_LATE_VAR"] * 2) == [None, None]

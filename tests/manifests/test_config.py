@@ -94,3 +94,19 @@ def test_training_and_mixture_configs_use_the_same_checks(monkeypatch):
             "components": [{"name": "a", "dataset": "x", "wieght": 1}]}
     with pytest.raises(ConfigError, match=r"unknown key 'wieght' in components\[0\] in mix.yaml; did you mean 'weight'"):
         MixtureSpec.from_dict(spec, where="mix.yaml")
+
+
+def test_yaml11_exponent_floats_are_numbers():
+    """PyYAML reads `3e-4` (no dot) as a string; a float field takes it as the number it is."""
+    import yaml
+
+    @dataclass(frozen=True, kw_only=True)
+    class Optim:
+        peak_lr: float = 0.1
+        eps: float = 1e-8
+
+    raw = yaml.safe_load("peak_lr: 3e-4\neps: 1E-30\n")
+    assert raw == {"peak_lr": "3e-4", "eps": "1E-30"}  # the YAML 1.1 quirk itself
+    assert build_config(Optim, raw, where="x.yaml") == Optim(peak_lr=3e-4, eps=1e-30)
+    with pytest.raises(ConfigError, match=r"peak_lr in x.yaml: expected a number, got '3e-4x'"):
+        build_config(Optim, {"peak_lr": "3e-4x"}, where="x.yaml")

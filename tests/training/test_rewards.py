@@ -13,7 +13,7 @@ from training.rewards import (RewardConfig, RewardScorer, code_reward, instructi
 
 from .test_sft import REPO
 
-HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test_first800.jsonl.gz")
+HH = str(REPO / "data/samples/preference/hh_rlhf/harmless-base_test.jsonl.gz")
 
 
 def test_math_reward_uses_the_projects_answer_equivalence():
