@@ -79,21 +79,27 @@ def run(root: str, *, bpw: float = 3.6, rank: int = 16, lora_steps: int = 30, ta
         f"({time.perf_counter() - start:.0f} s)")
     result = {"float": float_loss, "quantized": quant_loss, "adapted": adapted_loss, "bpw": manifest["bpw_palettized"]}
     if task_steps:
-        result["task"] = _task_adapter(root_path, out / "adapters" / f"recovery-r{rank}", task_steps, log)
+        result["task"] = _task_adapter(root_path, out / "adapters" / f"recovery-r{rank}", info, task_steps, log)
     return result
 
 
-def _task_adapter(root: Path, recovery: Path, steps: int, log) -> tuple[float, float]:
+def _task_adapter(root: Path, recovery: Path, info, steps: int, log) -> tuple[float, float]:
     """`train sft --adapter-init RECOVERY`: a task adapter on the LLaMA-Factory demo conversations, from a copy
-    of the recovery adapter, on the frozen palettized base."""
+    of the recovery adapter, on the frozen palettized base; the base's shape and tokenizer (bytes, or the BPE
+    the train demo's mixture names) come from its checkpoint."""
+    from ..export_hf import checkpoint_tokenizer
     from ..post_config import from_dict
     from ..sft import train_sft
+
+    shape = info.manifest["model_shape"]
+    tok = checkpoint_tokenizer(info)
+    tokenizer = "bytes" if tok.get("kind") == "bytes" else str(tok["model_file"])
 
     t0 = time.perf_counter()
     conversations = Path(__file__).resolve().parents[2] / "data/samples/preference/llamafactory/kto_en_demo.json.gz"
     cfg = from_dict({
-        "name": "demo-task-adapter", "method": "sft", "model": {"shape": "tiny", "vocab_size": 256},
-        "tokenizer": "bytes", "seq_length": 256, "global_batch": 8, "micro_batch": 8, "steps": steps, "seed": 3,
+        "name": "demo-task-adapter", "method": "sft", "model": {"shape": shape["name"], "vocab_size": shape["vocab_size"]},
+        "tokenizer": tokenizer, "seq_length": 256, "global_batch": 8, "micro_batch": 8, "steps": steps, "seed": 3,
         "log_every": 0, "out_dir": str(root / ".runs" / "demo-palettized" / "task-sft"), "adapter_init": str(recovery),
         "data": {"sources": [{"path": str(conversations)}], "valid_fraction": 0.1},
         "optim": {"name": "adamw", "peak_lr": 2e-2, "weight_decay": 0.0, "warmup_steps": 2, "final_fraction": 0.1}})
