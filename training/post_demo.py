@@ -67,11 +67,12 @@ def run(root: str, *, quiet: bool = True, rm_steps: int = 300) -> dict:
           f"{by_source}) ({time.perf_counter() - t1:.0f} s)")
     print("     " + r1["report"].replace("\n", "\n     "))
 
+    pairs = {"sources": [{"path": str(SAMPLES / "llamafactory/dpo_en_demo.json.gz"), "format": "llamafactory"}],
+             "valid_fraction": 0.15}  # DPO and IPO: same pairs, so IPO reads DPO's cached reference log-probs
     t2 = time.perf_counter()
     dpo = train_dpo(from_dict(_common(
         "demo-dpo", "dpo", out, steps=20, init_from=str(sft.checkpoint), dpo={"loss": "dpo", "beta": 0.1},
-        data={"sources": [{"path": str(SAMPLES / "llamafactory/dpo_en_demo.json.gz"), "format": "llamafactory"}],
-              "valid_fraction": 0.15})), log=log)
+        data=pairs)), log=log)
     d0, d1 = dpo.evals[0][1], dpo.evals[-1][1]
     print(f"DPO  (LLaMA-Factory pairs, beta 0.1, reference log-probs {dpo.reference_cache} in the cache): held-out "
           f"preference accuracy {d0['preference_accuracy']:.3f} -> {d1['preference_accuracy']:.3f}, reward margin "
@@ -80,8 +81,7 @@ def run(root: str, *, quiet: bool = True, rm_steps: int = 300) -> dict:
     t3 = time.perf_counter()
     ipo = train_dpo(from_dict(_common(
         "demo-ipo", "dpo", out, steps=20, init_from=str(sft.checkpoint), dpo={"loss": "ipo", "beta": 0.5},
-        data={"sources": [{"path": str(SAMPLES / "llamafactory/dpo_en_demo.json.gz"), "format": "llamafactory"}],
-              "valid_fraction": 0.15})), log=log)
+        data=pairs)), log=log)
     i0, i1 = ipo.evals[0][1], ipo.evals[-1][1]
     print(f"IPO  (same pairs and reference, tau 0.5, length-normalised; reference log-probs {ipo.reference_cache} in "
           f"the cache): held-out preference accuracy {i0['preference_accuracy']:.3f} -> {i1['preference_accuracy']:.3f}, "
