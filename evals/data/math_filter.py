@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from corpus.math.html_math import page_text
 from corpus.registry import stage_class
+from corpus.stages.math_filters import MathFilterConfig
 from evals.data.math_labelled import labelled_set
 
 from ..report import EvalReport
@@ -93,13 +94,17 @@ def predictions(rows: list[dict], threshold: float) -> dict[str, list[bool]]:
     signals_html = stage_class("math_signals_v1")({"field": "html"})(table).table
     signals_text = stage_class("math_signals_v1")({"field": "text", "markup": "text"})(table).table
     scored = stage_class("math_classifier_v1")({})(table).table
-    tags = _keeps("math_filter_v1", {"require": "tags"}, signals_html)
-    symbols = _keeps("math_filter_v1", {"require": "symbols"}, signals_text)
+    # the tag and symbol thresholds of configs/math.yaml's math_filter_v1 (min_tags, min_tag_density, ...)
+    filter_options = {k: v for k, v in next(o for n, o in config_stages() if n == "math_filter_v1").items()
+                      if k != "require"}
+    tags = _keeps("math_filter_v1", {**filter_options, "require": "tags"}, signals_html)
+    symbols = _keeps("math_filter_v1", {**filter_options, "require": "symbols"}, signals_text)
+    o = MathFilterConfig(**filter_options)
     clf = _keeps("math_classifier_filter_v1", {"min_score": threshold}, scored)
     domains = _keeps("math_domains_v1", {"field": "url", "mode": "gate"}, table)
     return {
-        "tags (visible formulas in the html, >= 1)": tags,
-        "symbols (text, >= 3, >= 0.5/kB)": symbols,
+        f"tags (visible formulas in the html, >= {o.min_tags}, >= {o.min_tag_density:g}/kB)": tags,
+        f"symbols (text, >= {o.min_symbols}, >= {o.min_density:g}/kB)": symbols,
         "tags or symbols": [a or b for a, b in zip(tags, symbols)],
         f"classifier (text, p >= {threshold:g})": clf,
         "(tags or symbols) and classifier": [(a or b) and c for a, b, c in zip(tags, symbols, clf)],

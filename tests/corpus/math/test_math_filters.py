@@ -189,3 +189,46 @@ def test_real_pages_loader_and_sql_dollars_give_no_tags_real_math_does(shared_da
     table = pa.table({"html": pa.array(raw, pa.binary())})
     tags = _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
     assert tags[:2] == [0, 0] and min(tags[2:]) >= 5, tags
+
+
+def test_macro_only_spans_are_not_formulas():
+    # sites set up their notation on every page: a \(...\) block of \newcommand, a $\def...$, a MathJax
+    # math/tex script of \DeclareMathOperator; none of them shows a formula to the reader
+    macros = ("<p class='hidden'>\\(\\newcommand{\\R}{\\mathbb{R}}\\renewcommand*{\\vec}[1]{\\mathbf{#1}}\\)</p>"
+              "<p>$\\def\\eps{\\varepsilon}\\def\\f#1#2{\\frac{#1}{#2}}$</p>"
+              '<script type="math/tex">\\DeclareMathOperator*{\\argmin}{arg\\,min} \\let\\a=\\alpha</script>')
+    pages = [f"<html><body>{macros}<p>Installation: run pip install.</p></body></html>",
+             # the same set-up followed by real formulas that use the macros: those two count
+             f"<html><body>{macros}<p>For \\(x \\in \\R\\) and $\\eps > 0$ we have ...</p></body></html>",
+             # a definition followed by math in the same span: the span counts once
+             "<html><body><p>\\(\\newcommand{\\N}{\\mathbb{N}} n \\in \\N\\)</p></body></html>"]
+    assert _tags(*pages) == [0, 2, 1]
+    from corpus.math.visible import strip_macro_definitions
+
+    assert strip_macro_definitions("\\newcommand{\\R}[1][x]{\\mathbb{R}^{#1}} y^2").strip() == "y^2"
+    assert strip_macro_definitions("\\def\\f#1{\\frac{#1}{2}}\\let\\b\\beta").strip() == ""
+
+
+def test_min_tag_density_needs_formulas_per_page_text():
+    # one formula in ~4,000 characters of code/prose is a stray (0.25 per 1,000 characters); two formulas
+    # in ~400 characters is a math page (5 per 1,000); min_tags alone keeps both
+    prose = "<p>" + "Configure the server, restart it and check the log files for errors. " * 57 + "</p>"
+    stray = f"<html><body>{prose}<p>Timeouts grow as \\(2^k\\).</p></body></html>"
+    short = ("<html><body><p>Let \\(f(x) = x^2\\). Its derivative is \\(f'(x) = 2x\\), positive for every "
+             "positive x, so f increases there; on the negative half-line it decreases, and its minimum is "
+             "at zero, where the derivative vanishes. The second derivative is the constant two.</p></body></html>")
+    scored = _stage("math_signals_v1", {"field": "html"})(pa.table({"html": [stray, short]})).table
+    assert scored.column("math__n_tags").to_pylist() == [1, 2]
+    density = scored.column("math__tag_density").to_pylist()
+    from corpus.math.visible import visible_math
+
+    text_chars = [len(visible_math(p).text) for p in (stray, short)]
+    assert 3_900 < text_chars[0] < 4_200 and text_chars[1] < 400
+    assert density == pytest.approx([1000 / text_chars[0], 2000 / text_chars[1]], rel=1e-5)
+    keep = _stage("math_filter_v1", {"require": "tags"})(scored)
+    assert keep.stats.rows_out == 2
+    dense = _stage("math_filter_v1", {"require": "tags", "min_tag_density": 0.5})(scored)
+    assert dense.table.column("html").to_pylist() == [short]
+    assert dense.rejects.column("drop_reason").to_pylist() == ["no_math"]
+    with pytest.raises(ConfigError, match="min_tag_density must be >= 0"):
+        _stage("math_filter_v1", {"min_tag_density": -1})
