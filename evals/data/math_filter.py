@@ -4,7 +4,7 @@ Two sets (evals/data/math_labelled.py says exactly how each is built):
 - `--real` (the one that counts, issue 25): real pages only, labelled by reading, in a dev and a held-out
   half split by source: the Readability test pages and WARC responses (dev), trafilatura's benchmark
   pages by site (a third each for classifier training, dev, held-out; the training third is never
-  evaluated), and 322 documentation pages from 10 Debian packages, split by package
+  evaluated), and 615 documentation pages from 32 Debian packages, split by package
   (evals/data/math_pages, labels and one-line reasons in labels.tsv; pages labelled `ambiguous` are
   left out). Thresholds are tuned on dev only; held-out is reported, never tuned on.
 - default: the older set of MATH/GSM8K problems rendered into page shapes plus real non-math pages.
@@ -151,9 +151,13 @@ def run(args) -> EvalReport:
     report.notes.append(f"{len(rows)} pages ({sum(gold)} math); scoring {elapsed:.1f} s")
     if real:
         report.notes.append(f"{n_ambiguous} Debian pages labelled `ambiguous` on reading are left out (labels.tsv)")
+        packages = defaultdict(set)
+        for r in rows:
+            if r["origin"].startswith("debian/"):
+                packages[r["split"]].add(r["origin"].removeprefix("debian/").removeprefix("python-").removesuffix("-doc"))
         report.notes.append("dev: Readability test pages, WARC responses, trafilatura pages of the dev third of sites, "
-                            "Debian scipy/mpmath/pandas/django/astropy docs; held-out: trafilatura's held-out third, "
-                            "Debian sympy/statsmodels/commons-math3/python3.11/flask docs")
+                            f"Debian docs of {', '.join(sorted(packages['dev']))}; held-out: trafilatura's held-out "
+                            f"third, Debian docs of {', '.join(sorted(packages['heldout']))}")
         report.notes.append("the Debian pages are package documentation, a different genre from forums and blogs; "
                             "real math forum/Q&A pages are not in the set (none exist in ../shared)")
     else:

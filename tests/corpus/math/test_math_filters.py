@@ -232,3 +232,30 @@ def test_min_tag_density_needs_formulas_per_page_text():
     assert dense.rejects.column("drop_reason").to_pylist() == ["no_math"]
     with pytest.raises(ConfigError, match="min_tag_density must be >= 0"):
         _stage("math_filter_v1", {"min_tag_density": -1})
+
+
+def test_formula_rich_pages_get_the_lower_classifier_threshold(tmp_path):
+    path = tmp_path / "domains.txt"
+    path.write_text("math.stackexchange.com\ngithub.com deny\n")
+    options = {"domains_file": str(path), "min_score": 0.45, "allowed_min_score": 0.2, "formula_min_score": 0.3,
+               "formula_min_tags": 5, "formula_min_tag_density": 1.0}
+    table = pa.table({
+        "url": ["https://docs.example.org/a", "https://docs.example.org/b", "https://docs.example.org/c",
+                "https://docs.example.org/d", "https://github.com/x", "https://math.stackexchange.com/q/1", None],
+        "math__classifier_score": pa.array([0.35, 0.35, 0.35, 0.25, 0.9, 0.25, 0.5], pa.float32()),
+        # a: 12 formulas at 2/kB (formula-rich); b: 12 formulas at 0.6/kB (diluted); c: 4 formulas at 3/kB
+        "math__n_tags": pa.array([12, 12, 4, 40, 40, 0, 0], pa.int32()),
+        "math__tag_density": pa.array([2.0, 0.6, 3.0, 5.0, 5.0, 0.0, 0.0], pa.float32())})
+    result = _stage("math_domains_v1", options)(table)
+    # a passes at 0.35 >= 0.3; b and c are not formula-rich (0.35 < 0.45); d is rich but under 0.3;
+    # a denied domain drops whatever its formulas; an allowed domain keeps its own 0.2
+    assert result.table.column("url").to_pylist() == ["https://docs.example.org/a", "https://math.stackexchange.com/q/1",
+                                                      None]
+    assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score", "low_math_score",
+                                                                "domain_denied"]
+    off = _stage("math_domains_v1", {k: v for k, v in options.items() if not k.startswith("formula")})(table)
+    assert off.stats.rows_out == 2  # without the option, a needs 0.45
+    with pytest.raises(ConfigError, match="formula_min_score needs math__n_tags, math__tag_density"):
+        _stage("math_domains_v1", options)(table.drop(["math__n_tags", "math__tag_density"]))
+    with pytest.raises(ConfigError, match="formula_min_score <= min_score"):
+        _stage("math_domains_v1", {**options, "formula_min_score": 0.6})
