@@ -11,9 +11,9 @@ named there, checks each package's version, and writes
     apt-get download $(python -m evals.data.build_math_pages --list-packages)
     python -m evals.data.build_math_pages --debs DIR
 
-The packages (32, Debian 12): scipy, mpmath, pandas, django, astropy, scikit-learn, lmfit, qutip,
+The packages (31, Debian 12): scipy, mpmath, pandas, django, astropy, scikit-learn, lmfit, qutip,
 sasmodels, pint, scikit-image, sqlalchemy, h5py, pymatgen docs (dev); sympy, statsmodels,
-commons-math3, python3.11, flask, pywt, uncertainties, patsy, bumps, dipy, nibabel, xarray, werkzeug,
+commons-math3, python3.11, flask, pywt, patsy, bumps, dipy, nibabel, xarray, werkzeug,
 requests, pyfftw, pytables, basix, nlopt docs (held-out). How the pages were drawn is in
 math_pages/SOURCE.txt; `--sample` prints a package's random draw (the first step of that selection).
 

@@ -11,7 +11,7 @@
   as hard negatives: physics, units, fitting, materials, image processing) a page with <= 2 formulas is
   0; other pages are skipped. These are weak labels (not read page by page); the evaluation pages were read.
 
-The held-out Debian packages (sympy, statsmodels, commons-math3, python3.11, flask, pywt, uncertainties,
+The held-out Debian packages (sympy, statsmodels, commons-math3, python3.11, flask, pywt,
 patsy, bumps, dipy, nibabel, xarray, werkzeug, requests, pyfftw, pytables, basix, nlopt) and the
 dev/held-out thirds of trafilatura are never used. Output: JSON lines {text, label, source} (page text as the
 math config's classifier sees it, formulas as LaTeX, first 20,000 characters), zstd-compressed: the

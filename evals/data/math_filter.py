@@ -4,7 +4,7 @@ Two sets (evals/data/math_labelled.py says exactly how each is built):
 - `--real` (the one that counts, issue 25): real pages only, labelled by reading, in a dev and a held-out
   half split by source: the Readability test pages and WARC responses (dev), trafilatura's benchmark
   pages by site (a third each for classifier training, dev, held-out; the training third is never
-  evaluated), and 615 documentation pages from 32 Debian packages, split by package
+  evaluated), and 611 documentation pages from 31 Debian packages, split by package
   (evals/data/math_pages, labels and one-line reasons in labels.tsv; pages labelled `ambiguous` are
   left out). Thresholds are tuned on dev only; held-out is reported, never tuned on.
 - default: the older set of MATH/GSM8K problems rendered into page shapes plus real non-math pages.
