@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--debs", type=Path, help="folder holding the packages' .deb files")
     parser.add_argument("--list-packages", action="store_true", help="print the packages labels.tsv names")
     parser.add_argument("--sample", nargs=3, metavar=("PACKAGE", "N", "SUBDIR"),
-                        help="print N random HTML pages (seed 25) of PACKAGE (from --debs) under SUBDIR ('' for all)")
+                        help="print N random HTML pages (seed 25) of PACKAGE (from --debs) directly in SUBDIR, e.g. html/modules/ ('' for all)")
     args = parser.parse_args(argv)
     if args.list_packages:
         print(" ".join(sorted({r["package"] for r in read_labels()})))
