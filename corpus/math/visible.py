@@ -11,6 +11,10 @@ Never counted: `<head>`, `<script>` (other than math/tex), `<style>`, `<noscript
 `<textarea>`, comments and attributes, so a site-wide MathJax/KaTeX loader on a page without formulas
 gives no tags, and `$$` in a script, a comment or a price (`$5 - $10`) is not a formula.
 
+A span that only defines macros (`\\(\\newcommand{\\R}{\\mathbb{R}}\\)`, `$\\def\\eps{\\varepsilon}$`, a MathJax
+`math/tex` script of `\\DeclareMathOperator`s: sites put such a block on every page to set up their
+notation) shows no formula and is not counted.
+
 `$...$` follows pandoc's rule: no space just inside either dollar and no digit right after the
 closing one; its content must also look like math (a lone letter, a digit, a TeX command or an
 operator), so "$5 and $10" or "$$ or $$$" around ordinary words never pair up. Symbol counts and density (per 1,000
@@ -43,9 +47,70 @@ _DELIMITED = re.compile(
 _MATHY = re.compile(r"\\[A-Za-z]+|[=^_<>+*/|{}\d]|(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 
 
+_DEFINING = re.compile(r"\\(?:(?:re)?newcommand|providecommand|DeclareMathOperator|newenvironment|renewenvironment)\*?"
+                       r"|\\[gex]?def(?![A-Za-z])|\\let(?![A-Za-z])")
+
+
+def _skip_group(text: str, i: int) -> int:
+    """Index after the brace group, control sequence or single character that starts at `i` (spaces skipped)."""
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        return i
+    if text[i] == "{":
+        depth = 0
+        for j in range(i, len(text)):
+            if text[j] == "{" and (j == 0 or text[j - 1] != "\\"):
+                depth += 1
+            elif text[j] == "}" and text[j - 1] != "\\":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+        return len(text)  # unbalanced: the rest is the group
+    if text[i] == "\\":
+        m = re.match(r"\\(?:[A-Za-z]+|.)", text[i:], re.S)
+        return i + m.end()
+    return i + 1
+
+
+def strip_macro_definitions(body: str) -> str:
+    """`body` without its macro definitions (`\\newcommand{\\R}{\\mathbb{R}}`, `\\def\\eps{\\varepsilon}`,
+    `\\DeclareMathOperator{\\tr}{tr}`, `\\let\\a\\b`): what is left is what the reader sees."""
+    out, pos = [], 0
+    for m in _DEFINING.finditer(body):
+        if m.start() < pos:
+            continue
+        out.append(body[pos:m.start()])
+        cmd, i = m.group(0).rstrip("*"), m.end()
+        i = _skip_group(body, i)  # the name being defined
+        if cmd == "\\let":
+            i = _skip_group(body, i + (body[i:i + 1] == "="))
+        elif cmd.endswith("def"):
+            while i < len(body) and body[i] != "{":  # parameter text (#1#2)
+                i += 1
+            i = _skip_group(body, i)
+        else:
+            while True:  # [n] and [default] arguments, then the body (two for environments)
+                j = i
+                while j < len(body) and body[j].isspace():
+                    j += 1
+                if j < len(body) and body[j] == "[":
+                    close = body.find("]", j)
+                    i = len(body) if close < 0 else close + 1
+                else:
+                    break
+            i = _skip_group(body, i)
+            if "environment" in cmd:
+                i = _skip_group(body, i)
+        pos = i
+    out.append(body[pos:])
+    return "".join(out)
+
+
 def is_formula(body: str) -> bool:
-    """A delimited span that looks like math: a TeX command, an operator, a digit or a lone letter (a variable)."""
-    body = body.strip()
+    """A delimited span that looks like math: a TeX command, an operator, a digit or a lone letter (a variable);
+    macro definitions alone are not a formula."""
+    body = strip_macro_definitions(body).strip() if "\\" in body else body.strip()
     return bool(body) and _MATHY.search(body) is not None
 
 
@@ -55,7 +120,7 @@ def count_delimited(text: str) -> int:
     for m in _DELIMITED.finditer(text):
         body = next(g for g in m.groups() if g is not None)
         if m.group("env") is not None or m.group("pa") is not None or m.group("br") is not None:
-            n += bool(body.strip())
+            n += bool(strip_macro_definitions(body).strip(" \t\r\n{}"))
         else:
             n += is_formula(body)
     return n
@@ -69,8 +134,9 @@ def _is_rendered_math(el) -> bool:
     tag = el.tag.rsplit("}", 1)[-1].lower()
     if tag in ("math", "mjx-container"):
         return True
-    if tag == "script":
-        return (el.get("type") or "").lower().startswith("math/tex")
+    if tag == "script":  # MathJax 2 source: a formula unless it only defines macros
+        return (el.get("type") or "").lower().startswith("math/tex") and \
+            bool(strip_macro_definitions(el.text or "").strip(" \t\r\n{}"))
     if tag == "img":
         alt = (el.get("alt") or "").strip()
         return bool(alt) and bool(_TEX_IMG_SRC.search(el.get("src") or "") or _classes(el) & _TEX_IMG_CLASSES)

@@ -8,7 +8,11 @@ of a page's host decides (allow `wikipedia.org` but deny `simple.wikipedia.org`;
 `mode: boost` (the default): the labels move the math classifier's threshold instead of gating.
 A page from an allowed domain needs math__classifier_score >= `allowed_min_score`, any other page
 >= `min_score`; a denied domain drops (`domain_denied`) whatever its score; others drop as
-`low_math_score`. Rows without a URL are judged as unlisted. The default list ships in corpus/math/data/math_domains (its SOURCE.txt
+`low_math_score`. Rows without a URL are judged as unlisted. With `formula_min_score`, a page
+whose reader sees many formulas (math__n_tags >= `formula_min_tags` and math__tag_density >=
+`formula_min_tag_density` per 1,000 characters, from math_signals_v1) needs only that score: like a
+reviewed domain, formula-rich visible math is evidence the classifier's text features miss on pages
+that mix math with code (the lowest applicable threshold wins; a denied domain still drops). The default list ships in corpus/math/data/math_domains (its SOURCE.txt
 has the criterion). `mode: gate` is the old allow-list: only allowed domains pass
 (`domain_not_allowed`, `domain_denied`, `no_url`).
 """
@@ -83,8 +87,16 @@ class MathDomainsConfig:
     mode: Literal["boost", "gate"] = "boost"
     min_score: float = 0.5  # boost: classifier threshold for pages from unlisted domains
     allowed_min_score: float = 0.2  # boost: the lower threshold for pages from allowed domains
+    formula_min_score: float | None = None  # boost: the lower threshold for formula-rich pages (None: off)
+    formula_min_tags: int = 5  # formula-rich: at least this many visible formulas ...
+    formula_min_tag_density: float = 1.0  # ... and this many per 1,000 characters of page text
 
     def __post_init__(self):
+        require(self.formula_min_score is None or 0.0 <= self.formula_min_score <= self.min_score,
+                f"need 0 <= formula_min_score <= min_score; got {self.formula_min_score}, {self.min_score}")
+        require(self.formula_min_tags >= 1 and self.formula_min_tag_density >= 0,
+                f"formula_min_tags must be >= 1 and formula_min_tag_density >= 0; got {self.formula_min_tags}, "
+                f"{self.formula_min_tag_density}")
         require(self.domains_file is None or bool(self.domains_file), "domains_file must name a file or be null")
         require(0.0 <= self.allowed_min_score <= self.min_score <= 1.0,
                 f"need 0 <= allowed_min_score <= min_score <= 1; got {self.allowed_min_score}, {self.min_score}")
@@ -117,7 +129,20 @@ class MathDomains(Filter):
             if SCORE not in table.schema.names:
                 raise ConfigError(f"{self.name}: mode boost needs {SCORE}; run math_classifier_v1 before it")
             scores = pc.fill_null(table.column(SCORE), 0.0).to_pylist()
+            rich = self._formula_rich(table)
             reasons = ["domain_denied" if lab == "deny" else
-                       None if s >= (cfg.allowed_min_score if lab == "allow" else cfg.min_score) else "low_math_score"
-                       for lab, s in zip(labels, scores)]
+                       None if s >= min(cfg.allowed_min_score if lab == "allow" else cfg.min_score,
+                                        cfg.formula_min_score if r else 1.0) else "low_math_score"
+                       for lab, s, r in zip(labels, scores, rich)]
         return pa.array(reasons, pa.string())
+
+    def _formula_rich(self, table: pa.Table) -> list[bool]:
+        cfg = self.config
+        if cfg.formula_min_score is None:
+            return [False] * table.num_rows
+        missing = [c for c in ("math__n_tags", "math__tag_density") if c not in table.schema.names]
+        if missing:
+            raise ConfigError(f"{self.name}: formula_min_score needs {', '.join(missing)}; run math_signals_v1 before it")
+        n_tags = pc.fill_null(table.column("math__n_tags"), 0).to_pylist()
+        density = pc.fill_null(table.column("math__tag_density"), 0.0).to_pylist()
+        return [n >= cfg.formula_min_tags and d >= cfg.formula_min_tag_density for n, d in zip(n_tags, density)]

@@ -3,9 +3,11 @@
 Scores: math__n_tags (formulas a reader sees: rendered-math elements and delimited TeX in visible
 text, corpus/math/visible.py; never scripts, comments or site-wide MathJax/KaTeX loaders),
 math__n_symbols, math__n_latex and math__symbol_density (per 1,000 characters of the page *text*,
-corpus/math/signals.py). HTML given as bytes is decoded by corpus/web/charset.py (BOM, HTTP header
+corpus/math/signals.py) and math__tag_density (visible formulas per 1,000 characters of page text). HTML given as bytes is decoded by corpus/web/charset.py (BOM, HTTP header
 from `content_type`, `<meta>`, detection), the web pipeline's one decoding path. The filter keeps a page when its tags and/or symbols pass the thresholds
-(`require: any` keeps pages with either signal, as a recall-first first pass over Common Crawl;
+(tags: at least `min_tags` formulas and, with `min_tag_density`, at least that many per 1,000 characters
+of page text, so one stray formula on a long page of code or prose is not a math signal;
+`require: any` keeps pages with either signal, as a recall-first first pass over Common Crawl;
 `tags`/`symbols`/`both` for stricter passes) and drops the rest as `no_math`.
 """
 
@@ -26,7 +28,7 @@ from ..math.visible import count_delimited, visible_math
 from ..registry import register
 from ..stage import Filter, Scorer, StageResult
 
-COLUMNS = ["math__n_tags", "math__n_symbols", "math__n_latex", "math__symbol_density"]
+COLUMNS = ["math__n_tags", "math__n_symbols", "math__n_latex", "math__symbol_density", "math__tag_density"]
 
 
 class CountsMathFallbacks:
@@ -60,7 +62,9 @@ def signal_columns(table: pa.Table, cfg: SignalsConfig, stage: str) -> dict[str,
                  else [None] * len(values))
         seen = [visible_math(decode_markup(v, ct)) for v, ct in zip(values, types)]
         n_tags, texts = [s.n_tags for s in seen], [s.text for s in seen]
-    return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts)}
+    tag_density = [1000.0 * n / max(len(t or ""), 1) for n, t in zip(n_tags, texts)]
+    return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts),
+            "math__tag_density": pa.array(tag_density, pa.float32())}
 
 
 @register
@@ -93,11 +97,13 @@ class MathFilterConfig:
     field: str = "text"  # used only when math_signals_v1 did not run before (then scored as HTML)
     require: Literal["any", "tags", "symbols", "both"] = "any"
     min_tags: int = 1
+    min_tag_density: float = 0.0  # visible formulas per 1,000 characters of page text (0: any count of min_tags)
     min_symbols: int = 3  # Unicode symbols + LaTeX commands
     min_density: float = 0.5  # per 1,000 characters of page text
 
     def __post_init__(self):
         require(self.min_tags >= 1, f"min_tags must be >= 1; got {self.min_tags}")
+        require(self.min_tag_density >= 0, f"min_tag_density must be >= 0; got {self.min_tag_density}")
         require(self.min_symbols >= 1, f"min_symbols must be >= 1; got {self.min_symbols}")
         require(self.min_density >= 0, f"min_density must be >= 0; got {self.min_density}")
 
@@ -116,6 +122,8 @@ class MathFilter(CountsMathFallbacks, Filter):
         else:
             cols = signal_columns(table, SignalsConfig(field=cfg.field), self.name)
         has_tags = pc.greater_equal(cols["math__n_tags"], cfg.min_tags)
+        if cfg.min_tag_density > 0:
+            has_tags = pc.and_(has_tags, pc.greater_equal(cols["math__tag_density"], cfg.min_tag_density))
         n_sym = pc.add(cols["math__n_symbols"], cols["math__n_latex"])
         has_sym = pc.and_(pc.greater_equal(n_sym, cfg.min_symbols),
                           pc.greater_equal(cols["math__symbol_density"], cfg.min_density))

@@ -5,15 +5,19 @@ each page was read and labelled). This script only re-extracts the listed pages 
 named there, checks each package's version, and writes
 
 - evals/data/math_pages/pages.jsonl.zst: one JSON object per page {id, package, split, label, html};
-- evals/data/math_pages/LICENSE: the packages' Debian copyright files (all permissive: BSD-3-Clause,
-  Apache-2.0, PSF-2.0, MIT).
+- evals/data/math_pages/LICENSE: the packages' Debian copyright files (all permissive: BSD-2/3-Clause,
+  MIT/Expat, Apache-2.0, PSF-2.0, public domain; qutip's documentation CC-BY-3.0).
 
-    apt-get download python-scipy-doc python-mpmath-doc python-pandas-doc python-django-doc \\
-        python-astropy-doc python-sympy-doc python-statsmodels-doc libcommons-math3-java-doc \\
-        python3.11-doc python-flask-doc
+    apt-get download $(python -m evals.data.build_math_pages --list-packages)
     python -m evals.data.build_math_pages --debs DIR
 
-The data ships in the repository (about 1 MB) because CI has no Debian mirror; this script says how
+The packages (31, Debian 12): scipy, mpmath, pandas, django, astropy, scikit-learn, lmfit, qutip,
+sasmodels, pint, scikit-image, sqlalchemy, h5py, pymatgen docs (dev); sympy, statsmodels,
+commons-math3, python3.11, flask, pywt, patsy, bumps, dipy, nibabel, xarray, werkzeug,
+requests, pyfftw, pytables, basix, nlopt docs (held-out). How the pages were drawn is in
+math_pages/SOURCE.txt; `--sample` prints a package's random draw (the first step of that selection).
+
+The data ships in the repository (about 2 MB) because CI has no Debian mirror; this script says how
 it was made. No NAME: not an evaluation (evals/cli.py skips it).
 """
 
@@ -22,6 +26,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import random
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -78,6 +84,31 @@ def build(debs: Path, out: Path = HERE) -> int:
     return len(rows)
 
 
+# index, search, source-listing and static pages are not drawn; mkdocs sites (nlopt) keep their pages in
+# */index.html, so there only the site's own index, search and 404 pages are left out
+_NOT_DRAWN = re.compile(r"(genindex|search|py-modindex|modindex|/_modules/|/_sources/|/_static/|/index\.html$|index_TOC)")
+_NOT_DRAWN_MKDOCS = re.compile(r"(search|404|/site/index\.html$)")
+
+
+def sample(debs: Path, package: str, n: int, subdir: str = "", *, seed: int = 25,
+           exclude: set[str] = frozenset()) -> list[str]:
+    """`n` HTML pages of `package` drawn at random (seed 25) among its pages (those directly in `subdir`
+    when given, e.g. `html/modules/`), paths as in the package: the random draws SOURCE.txt describes."""
+    deb = next((d for d in sorted(debs.glob("*.deb")) if _field(d, "Package") == package), None)
+    if deb is None:
+        raise SystemExit(f"no .deb for {package} in {debs} (apt-get download it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        root = Path(tmp)
+        skip = _NOT_DRAWN_MKDOCS if any(root.rglob("site/*/index.html")) else _NOT_DRAWN
+        pages = sorted(p for p in root.rglob("*.html") if p.is_file() and not p.is_symlink() and not skip.search(str(p)))
+        pages = ["/" + str(p.relative_to(root)) for p in pages]
+    under = re.compile("/" + re.escape(subdir) + r"[^/]+$") if subdir else None
+    pages = [p for p in pages if p not in exclude and (under is None or under.search(p))]
+    random.Random(seed).shuffle(pages)
+    return pages[:n]
+
+
 def load_pages(path: Path = HERE / "pages.jsonl.zst") -> list[dict]:
     """The shipped pages with their labels (label 'ambiguous' included: callers leave it out of P/R)."""
     with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as f:
@@ -87,8 +118,20 @@ def load_pages(path: Path = HERE / "pages.jsonl.zst") -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.data.build_math_pages")
-    parser.add_argument("--debs", required=True, type=Path, help="folder holding the packages' .deb files")
+    parser.add_argument("--debs", type=Path, help="folder holding the packages' .deb files")
+    parser.add_argument("--list-packages", action="store_true", help="print the packages labels.tsv names")
+    parser.add_argument("--sample", nargs=3, metavar=("PACKAGE", "N", "SUBDIR"),
+                        help="print N random HTML pages (seed 25) of PACKAGE (from --debs) directly in SUBDIR, e.g. html/modules/ ('' for all)")
     args = parser.parse_args(argv)
+    if args.list_packages:
+        print(" ".join(sorted({r["package"] for r in read_labels()})))
+        return 0
+    if not args.debs:
+        parser.error("--debs is required")
+    if args.sample:
+        for path in sample(args.debs, args.sample[0], int(args.sample[1]), args.sample[2]):
+            print(path)
+        return 0
     print(f"wrote {build(args.debs)} pages to {HERE / 'pages.jsonl.zst'}")
     return 0
 

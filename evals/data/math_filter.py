@@ -4,7 +4,7 @@ Two sets (evals/data/math_labelled.py says exactly how each is built):
 - `--real` (the one that counts, issue 25): real pages only, labelled by reading, in a dev and a held-out
   half split by source: the Readability test pages and WARC responses (dev), trafilatura's benchmark
   pages by site (a third each for classifier training, dev, held-out; the training third is never
-  evaluated), and 322 documentation pages from 10 Debian packages, split by package
+  evaluated), and 611 documentation pages from 31 Debian packages, split by package
   (evals/data/math_pages, labels and one-line reasons in labels.tsv; pages labelled `ambiguous` are
   left out). Thresholds are tuned on dev only; held-out is reported, never tuned on.
 - default: the older set of MATH/GSM8K problems rendered into page shapes plus real non-math pages.
@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from corpus.math.html_math import page_text
 from corpus.registry import stage_class
+from corpus.stages.math_filters import MathFilterConfig
 from evals.data.math_labelled import labelled_set
 
 from ..report import EvalReport
@@ -93,13 +94,17 @@ def predictions(rows: list[dict], threshold: float) -> dict[str, list[bool]]:
     signals_html = stage_class("math_signals_v1")({"field": "html"})(table).table
     signals_text = stage_class("math_signals_v1")({"field": "text", "markup": "text"})(table).table
     scored = stage_class("math_classifier_v1")({})(table).table
-    tags = _keeps("math_filter_v1", {"require": "tags"}, signals_html)
-    symbols = _keeps("math_filter_v1", {"require": "symbols"}, signals_text)
+    # the tag and symbol thresholds of configs/math.yaml's math_filter_v1 (min_tags, min_tag_density, ...)
+    filter_options = {k: v for k, v in next(o for n, o in config_stages() if n == "math_filter_v1").items()
+                      if k != "require"}
+    tags = _keeps("math_filter_v1", {**filter_options, "require": "tags"}, signals_html)
+    symbols = _keeps("math_filter_v1", {**filter_options, "require": "symbols"}, signals_text)
+    o = MathFilterConfig(**filter_options)
     clf = _keeps("math_classifier_filter_v1", {"min_score": threshold}, scored)
     domains = _keeps("math_domains_v1", {"field": "url", "mode": "gate"}, table)
     return {
-        "tags (visible formulas in the html, >= 1)": tags,
-        "symbols (text, >= 3, >= 0.5/kB)": symbols,
+        f"tags (visible formulas in the html, >= {o.min_tags}, >= {o.min_tag_density:g}/kB)": tags,
+        f"symbols (text, >= {o.min_symbols}, >= {o.min_density:g}/kB)": symbols,
         "tags or symbols": [a or b for a, b in zip(tags, symbols)],
         f"classifier (text, p >= {threshold:g})": clf,
         "(tags or symbols) and classifier": [(a or b) and c for a, b, c in zip(tags, symbols, clf)],
@@ -146,9 +151,13 @@ def run(args) -> EvalReport:
     report.notes.append(f"{len(rows)} pages ({sum(gold)} math); scoring {elapsed:.1f} s")
     if real:
         report.notes.append(f"{n_ambiguous} Debian pages labelled `ambiguous` on reading are left out (labels.tsv)")
+        packages = defaultdict(set)
+        for r in rows:
+            if r["origin"].startswith("debian/"):
+                packages[r["split"]].add(r["origin"].removeprefix("debian/").removeprefix("python-").removesuffix("-doc"))
         report.notes.append("dev: Readability test pages, WARC responses, trafilatura pages of the dev third of sites, "
-                            "Debian scipy/mpmath/pandas/django/astropy docs; held-out: trafilatura's held-out third, "
-                            "Debian sympy/statsmodels/commons-math3/python3.11/flask docs")
+                            f"Debian docs of {', '.join(sorted(packages['dev']))}; held-out: trafilatura's held-out "
+                            f"third, Debian docs of {', '.join(sorted(packages['heldout']))}")
         report.notes.append("the Debian pages are package documentation, a different genre from forums and blogs; "
                             "real math forum/Q&A pages are not in the set (none exist in ../shared)")
     else:

@@ -163,8 +163,8 @@ def labelled_set() -> list[dict]:
 
 
 # Real pages only (no rendered benchmark text): the 130 Readability test pages, the 990 pages of
-# trafilatura's extraction benchmark, the HTML responses of the bundled WARCs, and 322 documentation
-# pages from 10 Debian packages (evals/data/math_pages: labels.tsv has each page's label and reason).
+# trafilatura's extraction benchmark, the HTML responses of the bundled WARCs, and 611 documentation
+# pages from 31 Debian packages (evals/data/math_pages: labels.tsv has each page's label and reason).
 # Web-page math labels by reading: the Readability math pages above and trafilatura's
 # `en.wikipedia.org.tsne.html` (t-SNE article, 34 formulas). Reading covered the Readability pages and
 # the 40 trafilatura pages with the most math signals (visible formulas, math symbols, LaTeX commands);

@@ -189,3 +189,73 @@ def test_real_pages_loader_and_sql_dollars_give_no_tags_real_math_does(shared_da
     table = pa.table({"html": pa.array(raw, pa.binary())})
     tags = _stage("math_signals_v1", {"field": "html"})(table).table.column("math__n_tags").to_pylist()
     assert tags[:2] == [0, 0] and min(tags[2:]) >= 5, tags
+
+
+def test_macro_only_spans_are_not_formulas():
+    # sites set up their notation on every page: a \(...\) block of \newcommand, a $\def...$, a MathJax
+    # math/tex script of \DeclareMathOperator; none of them shows a formula to the reader
+    macros = ("<p class='hidden'>\\(\\newcommand{\\R}{\\mathbb{R}}\\renewcommand*{\\vec}[1]{\\mathbf{#1}}\\)</p>"
+              "<p>$\\def\\eps{\\varepsilon}\\def\\f#1#2{\\frac{#1}{#2}}$</p>"
+              '<script type="math/tex">\\DeclareMathOperator*{\\argmin}{arg\\,min} \\let\\a=\\alpha</script>')
+    pages = [f"<html><body>{macros}<p>Installation: run pip install.</p></body></html>",
+             # the same set-up followed by real formulas that use the macros: those two count
+             f"<html><body>{macros}<p>For \\(x \\in \\R\\) and $\\eps > 0$ we have ...</p></body></html>",
+             # a definition followed by math in the same span: the span counts once
+             "<html><body><p>\\(\\newcommand{\\N}{\\mathbb{N}} n \\in \\N\\)</p></body></html>"]
+    assert _tags(*pages) == [0, 2, 1]
+    from corpus.math.visible import strip_macro_definitions
+
+    assert strip_macro_definitions("\\newcommand{\\R}[1][x]{\\mathbb{R}^{#1}} y^2").strip() == "y^2"
+    assert strip_macro_definitions("\\def\\f#1{\\frac{#1}{2}}\\let\\b\\beta").strip() == ""
+
+
+def test_min_tag_density_needs_formulas_per_page_text():
+    # one formula in ~4,000 characters of code/prose is a stray (0.25 per 1,000 characters); two formulas
+    # in ~400 characters is a math page (5 per 1,000); min_tags alone keeps both
+    prose = "<p>" + "Configure the server, restart it and check the log files for errors. " * 57 + "</p>"
+    stray = f"<html><body>{prose}<p>Timeouts grow as \\(2^k\\).</p></body></html>"
+    short = ("<html><body><p>Let \\(f(x) = x^2\\). Its derivative is \\(f'(x) = 2x\\), positive for every "
+             "positive x, so f increases there; on the negative half-line it decreases, and its minimum is "
+             "at zero, where the derivative vanishes. The second derivative is the constant two.</p></body></html>")
+    scored = _stage("math_signals_v1", {"field": "html"})(pa.table({"html": [stray, short]})).table
+    assert scored.column("math__n_tags").to_pylist() == [1, 2]
+    density = scored.column("math__tag_density").to_pylist()
+    from corpus.math.visible import visible_math
+
+    text_chars = [len(visible_math(p).text) for p in (stray, short)]
+    assert 3_900 < text_chars[0] < 4_200 and text_chars[1] < 400
+    assert density == pytest.approx([1000 / text_chars[0], 2000 / text_chars[1]], rel=1e-5)
+    keep = _stage("math_filter_v1", {"require": "tags"})(scored)
+    assert keep.stats.rows_out == 2
+    dense = _stage("math_filter_v1", {"require": "tags", "min_tag_density": 0.5})(scored)
+    assert dense.table.column("html").to_pylist() == [short]
+    assert dense.rejects.column("drop_reason").to_pylist() == ["no_math"]
+    with pytest.raises(ConfigError, match="min_tag_density must be >= 0"):
+        _stage("math_filter_v1", {"min_tag_density": -1})
+
+
+def test_formula_rich_pages_get_the_lower_classifier_threshold(tmp_path):
+    path = tmp_path / "domains.txt"
+    path.write_text("math.stackexchange.com\ngithub.com deny\n")
+    options = {"domains_file": str(path), "min_score": 0.45, "allowed_min_score": 0.2, "formula_min_score": 0.3,
+               "formula_min_tags": 5, "formula_min_tag_density": 1.0}
+    table = pa.table({
+        "url": ["https://docs.example.org/a", "https://docs.example.org/b", "https://docs.example.org/c",
+                "https://docs.example.org/d", "https://github.com/x", "https://math.stackexchange.com/q/1", None],
+        "math__classifier_score": pa.array([0.35, 0.35, 0.35, 0.25, 0.9, 0.25, 0.5], pa.float32()),
+        # a: 12 formulas at 2/kB (formula-rich); b: 12 formulas at 0.6/kB (diluted); c: 4 formulas at 3/kB
+        "math__n_tags": pa.array([12, 12, 4, 40, 40, 0, 0], pa.int32()),
+        "math__tag_density": pa.array([2.0, 0.6, 3.0, 5.0, 5.0, 0.0, 0.0], pa.float32())})
+    result = _stage("math_domains_v1", options)(table)
+    # a passes at 0.35 >= 0.3; b and c are not formula-rich (0.35 < 0.45); d is rich but under 0.3;
+    # a denied domain drops whatever its formulas; an allowed domain keeps its own 0.2
+    assert result.table.column("url").to_pylist() == ["https://docs.example.org/a", "https://math.stackexchange.com/q/1",
+                                                      None]
+    assert result.rejects.column("drop_reason").to_pylist() == ["low_math_score", "low_math_score", "low_math_score",
+                                                                "domain_denied"]
+    off = _stage("math_domains_v1", {k: v for k, v in options.items() if not k.startswith("formula")})(table)
+    assert off.stats.rows_out == 2  # without the option, a needs 0.45
+    with pytest.raises(ConfigError, match="formula_min_score needs math__n_tags, math__tag_density"):
+        _stage("math_domains_v1", options)(table.drop(["math__n_tags", "math__tag_density"]))
+    with pytest.raises(ConfigError, match="formula_min_score <= min_score"):
+        _stage("math_domains_v1", {**options, "formula_min_score": 0.6})

@@ -23,16 +23,19 @@ def test_labels_name_a_reason_and_split_by_package():
     from evals.data.build_math_pages import read_labels
 
     rows = read_labels()
-    assert len(rows) == 322 and len({r["id"] for r in rows}) == 322
+    assert len(rows) == 611 and len({r["id"] for r in rows}) == 611
+    assert len({r["package"] for r in rows}) == 31
     assert all(r["reason"].strip() for r in rows)
     split_of = {}
     for r in rows:
         assert split_of.setdefault(r["package"], r["split"]) == r["split"], r["package"]  # one package, one half
     labels = Counter((r["split"], r["label"]) for r in rows)
-    assert labels[("dev", "1")] >= 40 and labels[("heldout", "1")] >= 15 and labels[("heldout", "0")] >= 100
+    assert labels[("dev", "1")] >= 45 and labels[("heldout", "1")] >= 25 and labels[("heldout", "0")] >= 250
     pages = _debian(include_ambiguous=True)
     assert [p["id"] for p in pages] == [f"debian-{r['id']}" for r in rows]
-    assert all(p["html"].lstrip().lower().startswith(("<!doctype", "<html", "<?xml")) for p in pages)
+    # HTML documents, except the werkzeug examples' raw Jinja/Genshi templates (drawn at random like the rest)
+    not_documents = [p["id"] for p in pages if not p["html"].lstrip().lower().startswith(("<!doctype", "<html", "<?xml"))]
+    assert len(not_documents) == 6 and all("werkzeug:examples/" in i and "/templates/" in i for i in not_documents)
 
 
 def test_bad_labels_file_names_the_record(tmp_path):
@@ -105,8 +108,8 @@ def test_classifier_is_not_fooled_by_code_tables_and_physics():
 
 @pytest.mark.slow
 def test_full_config_keep_on_the_shipped_real_pages_dev_and_held_out():
-    """configs/math.yaml's keep decision on the shipped Debian pages (295 labelled, 27 ambiguous left out);
-    the whole real-page eval (`cidermill eval data math_filter --real`, 1,151 pages) takes ~10 min on 2 cores."""
+    """configs/math.yaml's keep decision on the shipped Debian pages (567 labelled, 44 ambiguous left out);
+    the whole real-page eval (`cidermill eval data math_filter --real`, 1,427 pages) takes a few minutes on 2 cores."""
     from evals.data.math_filter import _prf, predictions, _config_threshold
 
     rows = _debian()
@@ -117,9 +120,9 @@ def test_full_config_keep_on_the_shipped_real_pages_dev_and_held_out():
         idx = [i for i, r in enumerate(rows) if r["split"] == split]
         result[split] = _prf([keep[i] for i in idx], [rows[i]["label"] for i in idx])
     assert result["dev"]["precision"] >= 0.9 and result["dev"]["recall"] >= 0.8, result
-    assert result["heldout"]["tp"] + result["heldout"]["fn"] == 17  # reported, not tuned on
+    assert result["heldout"]["tp"] + result["heldout"]["fn"] == 29  # reported, not tuned on
     # visible tags never fire on the 9 pages that load MathJax site-wide without a formula
-    tags = preds["tags (visible formulas in the html, >= 1)"]
+    tags = next(v for k, v in preds.items() if k.startswith("tags (visible formulas"))
     loader_only = [i for i, r in enumerate(rows) if "mathjax" in r["html"].lower() and r["label"] == 0
                    and "notebooks/generated" in r["id"]]
     assert loader_only and not any(tags[i] for i in loader_only)
