@@ -10,7 +10,9 @@ benchmarks/web_extract.py):
   boilerplate role, then block-level boilerplate removal
   (corpus/web/blocks.py: link density, length, context); when fewer than `fallback_below_chars`
   characters of confident main text remain (a page resiliparse did not understand: listings, odd
-  layouts, tiny articles), trafilatura decides instead.
+  layouts, tiny articles), trafilatura decides instead, in its fast mode unless `trafilatura_fast` is
+  False (its own fallback extractors, readability-lxml and jusText, cost about half its time and scored
+  no better on either development set as the second opinion).
 
 Forum threads (cheap signals: the URL's path or the forum software's generator tag) keep their
 comment sections: there the posts are the main content. All text is cleaned the same way: ruby
@@ -144,7 +146,7 @@ def _date(tree) -> str | None:
 
 
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",
-                 fallback_below_chars: int = 800, trafilatura_fast: bool = False,
+                 fallback_below_chars: int = 800, trafilatura_fast: bool | None = None,
                  favor_precision: bool = False, block_rules: BlockRules = BlockRules()) -> Page:
     from resiliparse.parse.html import HTMLTree
 
@@ -153,7 +155,7 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     forum = looks_like_forum(tree, url)
     used = extractor
     if extractor == "trafilatura":
-        text = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision, comments=forum)
+        text = trafilatura_text(html, url=url, fast=bool(trafilatura_fast), favor_precision=favor_precision, comments=forum)
     elif extractor == "resiliparse":
         text = resiliparse_text(tree, comments=forum)
     else:
@@ -168,7 +170,8 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                 text, good_chars = plain, plain_chars
         used = "blocks"
         if good_chars < fallback_below_chars:
-            fallback = trafilatura_text(html, url=url, fast=trafilatura_fast, favor_precision=favor_precision,
+            fast = True if trafilatura_fast is None else trafilatura_fast
+            fallback = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision,
                                         comments=forum)
             if fallback.strip() or not text:
                 text, used = fallback, "trafilatura"
