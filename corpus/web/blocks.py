@@ -1,8 +1,10 @@
 """Boilerplate removal after extraction: resiliparse's block output -> the blocks that are main text.
 
 resiliparse renders its main-content pick as minimal HTML (paragraphs, headings, list items, links).
-Each block (the text between blank lines) gets cheap, language-independent features: its length in
-characters, its link density (characters inside <a> / all characters) and whether it is a heading.
+Each block (the text between blank lines; a heading is always a block of its own, a <pre> always one
+block) gets cheap, language-independent features: its length in
+characters, its link density (characters inside <a> / all characters; a heading's in-page anchor,
+`<h2><a href="#part">`, is not a link away) and whether it is a heading.
 Blocks are then classified in the manner of jusText (Pomikálek 2011), without its stop-word lists so
 that it holds for any language:
 
@@ -16,7 +18,8 @@ Context then decides the uncertain ones, with the page's start and end counting 
 block stays when one of its nearest certain neighbours is good (with `strict_near`; else unless both
 are bad); a `short` block stays only between
 two good ones; a heading stays when a good block follows it before the next heading. The result is
-the kept blocks' text and its length (ideographs weighted x3), which tells the caller how much main
+the kept blocks' text (less the first heading that repeats the page's <title>: the title is
+metadata, and neither Readability's gold nor trafilatura puts it in the text) and its length (ideographs weighted x3), which tells the caller how much main
 text the page had, and so whether a second extractor should look at the page.
 
 Before any of that, elements whose class or id names a boilerplate role (caption, share, related,
@@ -36,8 +39,13 @@ from dataclasses import dataclass
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
 _TAG = re.compile(r"<[^>]*>")
-_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+_LINK = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
+_IN_PAGE_HREF = re.compile(r"""\bhref\s*=\s*["']?#""")
 _HEADING = re.compile(r"^\s*<h[1-6][\s>]")
+_HEADING_ELEMENT = re.compile(r"<h([1-6])\b[^>]*>.*?</h\1\s*>", re.S)
+_PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.S)
+_PRE_MARK = re.compile(r"\x00(\d+)\x00")
+_TITLE_SEPARATOR = re.compile(r"\s+[|\-–—:·»/]\s+")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 # Ideographs and kana carry about a word each: they count as three characters of Latin text.
 _WIDE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -58,6 +66,10 @@ class BlockRules:
     strict_near: bool = True  # a `near` block needs a good neighbour (else: just not two bad ones)
     skip_class_words: tuple[str, ...] = BOILERPLATE_CLASS_WORDS  # elements left out before blocks are made
     min_skip_kept: float = 0.5  # the skip must keep this share of the page's main text, else it is not applied
+    split_headings: bool = True  # a heading is a block of its own, apart from the text under it
+    keep_pre: bool = True  # a <pre> is one block, blank lines and indentation included
+    anchor_headings: bool = True  # a heading's in-page anchor link (<h2><a href="#x">) is not link text
+    drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
 
     def skip_selectors(self) -> list[str]:
         """CSS selectors for resiliparse's `skip_elements`: class or id containing a skip word, never
@@ -75,23 +87,53 @@ class Block:
     label: str = ""
 
 
-def parse_blocks(minimal_html: str, *, lines: bool = False) -> list[Block]:
-    """Blocks (or, with `lines`, each line of a block: a <br> or a line of bare text) with features."""
+def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: bool = False) -> list[Block]:
+    """Blocks (or, with `lines`, each line of a block: a <br> or a line of bare text) with features.
+
+    A block is the text between blank lines of resiliparse's rendering, except that (per `rules`) a
+    heading is always a block of its own (resiliparse puts h4-h6 on the line above their text), and a
+    <pre> is always one block (its blank lines do not split it)."""
+    pres: list[str] = []
+    if rules.keep_pre and "<pre" in minimal_html:
+        def stash(m: re.Match) -> str:
+            pres.append(m.group(0))
+            return f"\n\n\x00{len(pres) - 1}\x00\n\n"
+
+        minimal_html = _PRE.sub(stash, minimal_html)
+    if rules.split_headings:
+        minimal_html = _HEADING_ELEMENT.sub(lambda m: f"\n\n{m.group(0)}\n\n", minimal_html)
     blocks = []
     for raw_block in _BLOCK_SPLIT.split(minimal_html):
+        mark = _PRE_MARK.fullmatch(raw_block.strip())
+        if mark:
+            raw = pres[int(mark.group(1))]
+            text = _clean_pre(raw)
+            if text:
+                blocks.append(Block(text, _weight(text), _link_density(raw, text, False, rules), False))
+            continue
         heading = bool(_HEADING.match(raw_block))
         for raw in (raw_block.split("\n") if lines else (raw_block,)):
             text = _clean(raw)
             if not text:
                 continue
-            chars = _weight(text)
-            link_chars = sum(_weight(_clean(m)) for m in _LINK.findall(raw))
-            blocks.append(Block(text, chars, min(1.0, link_chars / chars), heading))
+            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading))
     return blocks
+
+
+def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> float:
+    link_chars = sum(_weight(_clean(inner)) for attrs, inner in _LINK.findall(raw)
+                     if not (heading and rules.anchor_headings and _IN_PAGE_HREF.search(attrs)))
+    return min(1.0, link_chars / _weight(text))
 
 
 def _weight(text: str) -> int:
     return len(text) + 2 * len(_WIDE.findall(text))
+
+
+def _clean_pre(fragment: str) -> str:
+    """A <pre>'s text: its lines as they are (indentation kept), trailing spaces and outer blank lines out."""
+    text = html_lib.unescape(_TAG.sub("", fragment))
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
 def _clean(fragment: str) -> str:
@@ -148,11 +190,41 @@ def _neighbour(blocks: list[Block], i: int, step: int) -> tuple[str, bool]:
     return "bad", False
 
 
-def main_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *,
+def _squash_title(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def repeats_title(heading: str, title: str) -> bool:
+    """Whether a heading is the page's title: the same words (case and spacing aside) as the whole
+    <title>, as one part of it between separators ("Site - Headline"), or as its start up to a
+    separator ("Headline (with Pictures) | Site", "标题_频道_网站"; a heading of >= 15 characters)."""
+    h, t = _squash_title(heading), _squash_title(title)
+    if not h:
+        return False
+    if h == t or h in (_squash_title(p) for p in _TITLE_SEPARATOR.split(title)):
+        return True
+    rest = t[len(h):].lstrip()
+    return _weight(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
+
+
+def drop_title_heading(blocks: list[Block], title: str | None) -> None:
+    """Label the first heading that repeats the page's title `bad` (the title is metadata, not main text)."""
+    if not title:
+        return
+    for b in blocks:
+        if b.heading and repeats_title(b.text, title):
+            b.label = "bad"
+            return
+
+
+def main_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, title: str | None = None,
                 lines: bool = False) -> tuple[str, int, list[Block]]:
-    """(kept text, its weighted length in characters, all blocks with their labels)."""
-    blocks = parse_blocks(minimal_html, lines=lines)
+    """(kept text, its weighted length in characters, all blocks with their labels); with `title` (the
+    page's <title>) and `rules.drop_title`, the heading that repeats it is left out."""
+    blocks = parse_blocks(minimal_html, rules, lines=lines)
     classify(blocks, rules)
+    if rules.drop_title:
+        drop_title_heading(blocks, title)
     kept = [b.text for b in blocks if b.label == "good"]
     good_total = sum(b.chars for b in blocks if b.label == "good")
     return "\n".join(kept), good_total, blocks

@@ -154,18 +154,19 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     tree = HTMLTree.parse(html)
     forum = looks_like_forum(tree, url)
     used = extractor
+    title = _title(tree)
     if extractor == "trafilatura":
         text = trafilatura_text(html, url=url, fast=bool(trafilatura_fast), favor_precision=favor_precision, comments=forum)
     elif extractor == "resiliparse":
         text = resiliparse_text(tree, comments=forum)
     else:
         text, good_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum, skip=block_rules.skip_selectors()),
-                                         block_rules)
+                                          block_rules, title=title)
         if block_rules.skip_class_words and good_chars < fallback_below_chars:
             # A skip word on the content's own container (`class="entry has-related"`) takes the article
             # with it: when the skip leaves too little text and loses most of it, the page is read without it
             # (checked only then, so that most pages are rendered once).
-            plain, plain_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules)
+            plain, plain_chars, _ = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules, title=title)
             if good_chars < block_rules.min_skip_kept * plain_chars:
                 text, good_chars = plain, plain_chars
         used = "blocks"
@@ -177,4 +178,4 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                 text, used = fallback, "trafilatura"
     if forum:
         used += "_forum"
-    return Page(text=clean_text(text), title=_title(tree), date=_date(tree), charset=charset, extractor=used)
+    return Page(text=clean_text(text), title=title, date=_date(tree), charset=charset, extractor=used)

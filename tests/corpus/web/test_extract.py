@@ -176,3 +176,60 @@ def test_extraction_f1_near_trafilatura_on_gold_pages(readability_dir, shared_da
         ours, peer = (summarize(run_extractor(fns[k], pages)[0], pages)
                       for k in ("ours (web_extract_v1)", "trafilatura default"))
         assert ours["shingle_f1"] >= peer["shingle_f1"] - 0.02 and ours["shingle_f1"] > 0.88
+
+
+_BODY = "The council decided yesterday to repair the bridge over the river before the summer season starts. " * 3
+
+
+def test_a_heading_is_a_block_of_its_own_not_part_of_the_text_under_it():
+    from corpus.web.blocks import main_blocks
+
+    # resiliparse renders h4-h6 on the line above their text, in one block: the block would be a
+    # "heading", kept only when a good block follows, so a page's last section would be lost.
+    html = f"<p>{_BODY}</p>\n\n<h5>Funding</h5>\n{_BODY}"
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join([_BODY.strip(), "Funding", _BODY.strip()])
+    assert [(b.heading, b.label) for b in blocks] == [(False, "good"), (True, "good"), (False, "good")]
+    merged, _, _ = main_blocks(html, BlockRules(split_headings=False))
+    assert merged == _BODY.strip()
+
+
+def test_a_pre_is_one_block_with_its_blank_lines_and_indentation():
+    from corpus.web.blocks import main_blocks
+
+    code = "def area(r):\n\n    return 3.14159 * r * r\n"
+    html = f"<p>{_BODY}</p>\n\n<p>The code:</p>\n<pre>{code}</pre>\n\n<p>{_BODY}</p>"
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join([_BODY.strip(), "The code:", code.rstrip(), _BODY.strip()])
+    assert len(blocks) == 4
+    split, _, _ = main_blocks(html, BlockRules(keep_pre=False))
+    assert "    return" not in split and "def area(r):" in split  # split apart, indentation lost
+
+
+def test_a_heading_that_is_an_in_page_anchor_is_not_link_text():
+    from corpus.web.blocks import main_blocks
+
+    html = (f'<h2><a href="#intro">Introduction</a></h2>\n\n<p>{_BODY}</p>\n\n'
+            f'<h2><a href="/news/other-story">Another story</a></h2>\n\n<p>{_BODY}</p>')
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join(["Introduction", _BODY.strip(), _BODY.strip()])
+    assert [b.link_density for b in blocks] == [0.0, 0.0, 1.0, 0.0]
+    assert main_blocks(html, BlockRules(anchor_headings=False))[0] == "\n".join([_BODY.strip()] * 2)
+
+
+def test_the_first_heading_that_repeats_the_page_title_is_left_out():
+    from corpus.web.blocks import repeats_title
+
+    page = ("<html><head><title>Bridge repairs start in May | The Daily Town</title></head><body><article>"
+            f"<h1>Bridge repairs start in May</h1><p>{_BODY * 3}</p><h2>Funding</h2><p>{_BODY * 3}</p>"
+            "</article></body></html>").encode()
+    got = extract_mod.extract_page(page, "text/html", None)
+    assert got.extractor == "blocks" and got.title == "Bridge repairs start in May | The Daily Town"
+    assert got.text == "\n".join([(_BODY * 3).strip(), "Funding", (_BODY * 3).strip()])
+    kept = extract_mod.extract_page(page, "text/html", None, block_rules=BlockRules(drop_title=False))
+    assert kept.text.startswith("Bridge repairs start in May\n")
+    title = "How to Build a Terrarium (with Pictures) | eHow"
+    assert repeats_title("How to build a  terrarium", title) and repeats_title("eHow", title)
+    assert repeats_title("宇航员在太空中喝酒会怎么样？", "宇航员在太空中喝酒会怎么样？_探索者_光明网")
+    # a short heading at the title's start, or one that only begins like it, is not the title
+    assert not repeats_title("How to", title) and not repeats_title("How to Build a Terra", title)
