@@ -16,8 +16,10 @@ that it holds for any language:
 
 Context then decides the uncertain ones, with the page's start and end counting as `bad`: a `near`
 block stays when one of its nearest certain neighbours is good (with `strict_near`; else unless both
-are bad); a `short` block stays only between
-two good ones; a heading stays when a good block follows it before the next heading. The result is
+are bad); a `short` block stays between two good ones, or, without links, after a good one when a
+block (not the page's end) follows (`short_after_good`: the steps of a how-to, a one-line paragraph
+in a story; a byline before the story, between navigation and text, still goes); a heading stays when a good block follows it before the next heading of its rank or
+higher (`subheadings`: "Part Two" <h2> followed by an <h3> and its text stays). The result is
 the kept blocks' text (less the first heading that repeats the page's <title>: the title is
 metadata, and neither Readability's gold nor trafilatura puts it in the text) and its length (ideographs weighted x3), which tells the caller how much main
 text the page had, and so whether a second extractor should look at the page.
@@ -41,7 +43,7 @@ _BLOCK_SPLIT = re.compile(r"\n\s*\n")
 _TAG = re.compile(r"<[^>]*>")
 _LINK = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
 _IN_PAGE_HREF = re.compile(r"""\bhref\s*=\s*["']?#""")
-_HEADING = re.compile(r"^\s*<h[1-6][\s>]")
+_HEADING = re.compile(r"^\s*<h([1-6])[\s>]")
 _HEADING_ELEMENT = re.compile(r"<h([1-6])\b[^>]*>.*?</h\1\s*>", re.S)
 _PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.S)
 _PRE_MARK = re.compile(r"\x00(\d+)\x00")
@@ -70,6 +72,8 @@ class BlockRules:
     keep_pre: bool = True  # a <pre> is one block, blank lines and indentation included
     anchor_headings: bool = True  # a heading's in-page anchor link (<h2><a href="#x">) is not link text
     drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
+    short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
+    subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
 
     def skip_selectors(self) -> list[str]:
         """CSS selectors for resiliparse's `skip_elements`: class or id containing a skip word, never
@@ -85,6 +89,7 @@ class Block:
     link_density: float
     heading: bool
     label: str = ""
+    level: int = 0  # 1-6 for <h1>-<h6>
 
 
 def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: bool = False) -> list[Block]:
@@ -111,12 +116,14 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
             if text:
                 blocks.append(Block(text, _weight(text), _link_density(raw, text, False, rules), False))
             continue
-        heading = bool(_HEADING.match(raw_block))
+        head = _HEADING.match(raw_block)
+        heading, level = head is not None, int(head.group(1)) if head else 0
         for raw in (raw_block.split("\n") if lines else (raw_block,)):
             text = _clean(raw)
             if not text:
                 continue
-            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading))
+            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading,
+                                level=level))
     return blocks
 
 
@@ -165,13 +172,15 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
                 final[i] = "good" if "good" in (prev, nxt) else "bad"
             else:
                 final[i] = "bad" if prev == nxt == "bad" and prev_real and next_real else "good"
+        elif rules.short_after_good and b.link_density == 0.0:
+            final[i] = "good" if prev == "good" and next_real else "bad"
         else:
             final[i] = "good" if prev == nxt == "good" else "bad"
     for i, b in enumerate(blocks):
         if b.label == "heading":
             final[i] = "bad"
             for j in range(i + 1, len(blocks)):
-                if blocks[j].label == "heading":
+                if blocks[j].label == "heading" and (not rules.subheadings or blocks[j].level <= b.level):
                     break
                 if final[j] == "good":
                     final[i] = "good"

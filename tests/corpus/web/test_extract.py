@@ -233,3 +233,23 @@ def test_the_first_heading_that_repeats_the_page_title_is_left_out():
     assert repeats_title("宇航员在太空中喝酒会怎么样？", "宇航员在太空中喝酒会怎么样？_探索者_光明网")
     # a short heading at the title's start, or one that only begins like it, is not the title
     assert not repeats_title("How to", title) and not repeats_title("How to Build a Terra", title)
+
+
+def test_short_lines_after_text_stay_a_byline_before_it_and_the_page_end_go():
+    from corpus.web.blocks import main_blocks
+
+    html = ("<p><a href='/'>Home</a> <a href='/news'>News</a> <a href='/sport'>Sport</a></p>\n\n"
+            f"<p>By Jane Doe</p>\n\n<p>{_BODY}</p>\n\n<p>Step 2</p>\n\n<p>Insert the plant into the hole.</p>\n\n"
+            "<p>Share: <a href='/s'>Facebook</a> <a href='/t'>Twitter</a> <a href='/m'>Mail</a></p>\n\n"
+            "<p>We use cookies.</p>")
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join([_BODY.strip(), "Step 2", "Insert the plant into the hole."])
+    assert main_blocks(html, BlockRules(short_after_good=False))[0] == _BODY.strip()
+
+
+def test_a_heading_over_a_subheading_stays_with_the_subheadings_text():
+    from corpus.web.blocks import main_blocks
+
+    html = f"<h2>Part Two</h2>\n\n<h3>The Holy World</h3>\n\n<p>{_BODY}</p>\n\n<h2>Comments</h2>\n\n<h3>Sort by</h3>"
+    assert main_blocks(html)[0] == "\n".join(["Part Two", "The Holy World", _BODY.strip()])
+    assert main_blocks(html, BlockRules(subheadings=False))[0] == "\n".join(["The Holy World", _BODY.strip()])
