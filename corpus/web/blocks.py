@@ -14,7 +14,9 @@ that it holds for any language:
 - `short`: under `short_chars` characters (bylines, dates, captions, buttons, cookie lines);
 - `near`: everything between.
 
-Context then decides the uncertain ones, with the page's start and end counting as `bad`: a `near`
+Context then decides the uncertain ones, with the page's start and end counting as `bad`: a link
+block (not a heading, no ©) right between two good blocks stays (`inline_links`: an article's own
+"Read also" lines; Readability's gold keeps them, trafilatura's pages count some as boilerplate); a `near`
 block stays when one of its nearest certain neighbours is good (with `strict_near`; else unless both
 are bad); a `short` block stays between two good ones, or, without links, after a good one when a
 block (not the page's end) follows (`short_after_good`: the steps of a how-to, a one-line paragraph
@@ -73,6 +75,7 @@ class BlockRules:
     anchor_headings: bool = True  # a heading's in-page anchor link (<h2><a href="#x">) is not link text
     drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
     short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
+    inline_links: bool = True  # a link block right between two good blocks stays ("Read also: <a>...</a>" in a story)
     subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
 
     def skip_selectors(self) -> list[str]:
@@ -163,6 +166,9 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
             b.label = "near"
     final = [b.label for b in blocks]
     for i, b in enumerate(blocks):
+        if (rules.inline_links and b.label == "bad" and not b.heading and "©" not in b.text
+                and 0 < i < len(blocks) - 1 and blocks[i - 1].label == blocks[i + 1].label == "good"):
+            final[i] = "good"
         if b.label not in ("near", "short"):
             continue
         prev, prev_real = _neighbour(blocks, i, -1)

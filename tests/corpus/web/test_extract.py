@@ -253,3 +253,47 @@ def test_a_heading_over_a_subheading_stays_with_the_subheadings_text():
     html = f"<h2>Part Two</h2>\n\n<h3>The Holy World</h3>\n\n<p>{_BODY}</p>\n\n<h2>Comments</h2>\n\n<h3>Sort by</h3>"
     assert main_blocks(html)[0] == "\n".join(["Part Two", "The Holy World", _BODY.strip()])
     assert main_blocks(html, BlockRules(subheadings=False))[0] == "\n".join(["The Holy World", _BODY.strip()])
+
+
+def test_a_link_line_between_two_paragraphs_stays_a_link_list_after_them_goes():
+    from corpus.web.blocks import main_blocks
+
+    html = (f"<p>{_BODY}</p>\n\n<p>Read also: <a href='/a'>Why the old bridge was closed in 2019</a></p>\n\n"
+            f"<p>{_BODY}</p>\n\n<p><a href='/b'>Another story about something else entirely</a></p>")
+    assert main_blocks(html)[0] == "\n".join([_BODY.strip(), "Read also: Why the old bridge was closed in 2019",
+                                              _BODY.strip()])
+    assert main_blocks(html, BlockRules(inline_links=False))[0] == "\n".join([_BODY.strip()] * 2)
+
+
+def test_fill_gaps_adds_the_second_opinions_missing_lines_inside_our_text_only():
+    ours = "First paragraph of the story, long enough.\nThird paragraph closes the story here."
+    other = ("Home News Sport\nFirst paragraph of the story, long enough.\nSecond paragraph we lost, with facts."
+             "\nThird paragraph closes the story here.\nMore stories you may like")
+    assert extract_mod.fill_gaps(ours, other) == ("\n".join([
+        "First paragraph of the story, long enough.", "Second paragraph we lost, with facts.",
+        "Third paragraph closes the story here."]), 1)
+    # a line of the other text made mostly of ours (a table row holding the article) is not added again
+    row = "| First paragraph of the story, long enough. | Third paragraph closes the story here. |"
+    assert extract_mod.fill_gaps(ours, "First paragraph of the story, long enough.\n" + row) == (ours, 0)
+
+
+def test_sections_that_lost_their_text_bring_in_a_second_opinion(monkeypatch):
+    links = "".join(f"<li><a href='/bug/{i}'>Bug {i} fixed in the tab strip code</a></li>" for i in range(8))
+    body = (_BODY * 2).strip()
+    page = ("<html><head><title>Weekly notes</title></head><body><article>"
+            f"<p>{body}</p><h2>Add-ons</h2><ul>{links}</ul><h2>Performance</h2><ul>{links}</ul>"
+            f"<h2>Printing</h2><p>{body}</p></article></body></html>").encode()
+    calls = []
+
+    def second(html, **kwargs):
+        calls.append(kwargs["fast"])
+        return "\n".join([body, "Add-ons", "Gijs fixed the tab strip flicker.", "Printing", body])
+
+    monkeypatch.setattr(extract_mod, "trafilatura_text", second)
+    got = extract_mod.extract_page(page, "text/html", None)
+    assert calls == [True] and got.extractor == "blocks+trafilatura"
+    # two headings inside the text lost their (link-list) text: trafilatura's lines we lack are added
+    assert got.text == "\n".join([body, "Add-ons", "Gijs fixed the tab strip flicker.", "Printing", body])
+    off = extract_mod.extract_page(page, "text/html", None, second_opinion_headings=0)
+    assert calls == [True] and off.extractor == "blocks"
+    assert off.text == "\n".join([body, "Printing", body])
