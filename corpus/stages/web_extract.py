@@ -38,6 +38,7 @@ class WebExtractConfig:
     # hybrid: when this many headings inside the kept text lost their text (0 = never), trafilatura reads
     # the page too and the lines it has inside our text, and we lack, are added (about 5% of pages)
     second_opinion_headings: int = 2
+    second_opinion_max_chars: int = 500_000  # no second opinion on larger pages (its cost grows with the page)
     timeout_s: float = 5.0  # per record; 0 = no limit
     max_html_bytes: int = 4 << 20
     keep_content: bool = False
@@ -87,7 +88,8 @@ class WebExtract(Mapper):
                     page = extract_page(content, ctype, url, extractor=cfg.extractor,
                                         fallback_below_chars=cfg.fallback_below_chars,
                                         trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision,
-                                        second_opinion_headings=cfg.second_opinion_headings)
+                                        second_opinion_headings=cfg.second_opinion_headings,
+                                        second_opinion_max_chars=cfg.second_opinion_max_chars)
             except ExtractTimeout:
                 reasons[i] = "extract_timeout"
                 continue

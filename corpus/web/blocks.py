@@ -62,7 +62,7 @@ BOILERPLATE_CLASS_WORDS = ("caption", "newsletter", "related", "share", "social"
 
 @dataclass(frozen=True, kw_only=True)
 class BlockRules:
-    max_link_density: float = 0.5
+    max_link_density: float = 0.6
     good_link_density: float = 0.25
     good_chars: int = 150
     short_chars: int = 50

@@ -15,7 +15,9 @@ benchmarks/web_extract.py):
   no better on either development set as the second opinion). When at least `second_opinion_headings`
   headings inside the kept text lost the text under them (resiliparse's pick or the block rules dropped
   a section: a cheap, targeted signal, about 5% of pages), trafilatura reads the page as well and the
-  lines it has, inside our text, that we lack are added in page order (`fill_gaps`).
+  lines it has, inside our text, that we lack are added in page order (`fill_gaps`). Not on pages over
+  `second_opinion_max_chars` (500k characters of HTML): trafilatura's time grows with the page, and
+  one 1 MB page cost as much as the rest of the speed benchmark's second opinions together.
 
 Forum threads (cheap signals: the URL's path or the forum software's generator tag) keep their
 comment sections: there the posts are the main content. All text is cleaned the same way: ruby
@@ -150,6 +152,7 @@ def _date(tree) -> str | None:
 
 
 _WORD = re.compile(r"\w+")
+_KNOWN_SHARE = 0.5  # a line of the second opinion with this share of its word trigrams in ours is known
 
 
 def lost_sections(blocks: list[Block]) -> int:
@@ -186,7 +189,7 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
         if not grams:
             continue
         hits = sorted(line_of[g] for g in grams if g in line_of)
-        if len(hits) >= 0.5 * len(grams):
+        if len(hits) >= _KNOWN_SHARE * len(grams):
             at = max(at, hits[int(0.9 * (len(hits) - 1))])  # where this line ends in `text` (a stray trigram aside)
         elif 0 <= at < len(lines) - 1:
             after.setdefault(at, []).append(line.strip())
@@ -202,7 +205,7 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",
                  fallback_below_chars: int = 800, trafilatura_fast: bool | None = None,
                  favor_precision: bool = False, block_rules: BlockRules = BlockRules(),
-                 second_opinion_headings: int = 2) -> Page:
+                 second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000) -> Page:
     from resiliparse.parse.html import HTMLTree
 
     html, charset = decode_html(content, content_type)
@@ -233,7 +236,8 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                                         comments=forum)
             if fallback.strip() or not text:
                 text, used = fallback, "trafilatura"
-        elif second_opinion_headings and lost_sections(blocks) >= second_opinion_headings:
+        elif (second_opinion_headings and len(html) <= second_opinion_max_chars
+              and lost_sections(blocks) >= second_opinion_headings):
             other = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision, comments=forum)
             text, added = fill_gaps(text, other)
             used = "blocks+trafilatura" if added else used

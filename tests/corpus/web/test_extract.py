@@ -297,3 +297,5 @@ def test_sections_that_lost_their_text_bring_in_a_second_opinion(monkeypatch):
     off = extract_mod.extract_page(page, "text/html", None, second_opinion_headings=0)
     assert calls == [True] and off.extractor == "blocks"
     assert off.text == "\n".join([body, "Printing", body])
+    big = extract_mod.extract_page(page, "text/html", None, second_opinion_max_chars=len(page) - 1)
+    assert calls == [True] and big.text == off.text  # a page over the size cap gets no second opinion
