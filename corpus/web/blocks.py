@@ -18,10 +18,12 @@ Context then decides the uncertain ones, with the page's start and end counting 
 block (not a heading, no ©) right between two good blocks stays (`inline_links`: an article's own
 "Read also" lines; Readability's gold keeps them, trafilatura's pages count some as boilerplate); a `near`
 block stays when one of its nearest certain neighbours is good (with `strict_near`; else unless both
-are bad); a `short` block stays between two good ones, or, without links, after a good one when a
-block (not the page's end) follows (`short_after_good`: the steps of a how-to, a one-line paragraph
-in a story; a byline before the story, between navigation and text, still goes); a heading stays when a good block follows it before the next heading of its rank or
-higher (`subheadings`: "Part Two" <h2> followed by an <h3> and its text stays). The result is
+are bad); a `short` block stays between two good ones, or, when it is a sentence without links, after a
+good one when a block (not the page's end) follows (`short_after_good`, `short_sentence`: the steps of a
+how-to, a one-line paragraph in a story; a byline before the story, between navigation and text, and
+"Explore further" after it still go); a heading stays when its first block that is not a heading is
+good, with no heading of its rank or higher between (`heading_next_good`, `subheadings`: "Part Two" <h2> followed by an <h3> and its text
+stays; "More on this" over a list of links and then a teaser goes). The result is
 the kept blocks' text (less the first heading that repeats the page's <title>: the title is
 metadata, and neither Readability's gold nor trafilatura puts it in the text) and its length (ideographs weighted x3), which tells the caller how much main
 text the page had, and so whether a second extractor should look at the page.
@@ -49,6 +51,7 @@ _HEADING = re.compile(r"^\s*<h([1-6])[\s>]")
 _HEADING_ELEMENT = re.compile(r"<h([1-6])\b[^>]*>.*?</h\1\s*>", re.S)
 _PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.S)
 _PRE_MARK = re.compile(r"\x00(\d+)\x00")
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’»)\]]*\s*$")
 _TITLE_SEPARATOR = re.compile(r"\s+[|\-–—:·»/]\s+")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 # Ideographs and kana carry about a word each: they count as three characters of Latin text.
@@ -62,7 +65,7 @@ BOILERPLATE_CLASS_WORDS = ("caption", "newsletter", "related", "share", "social"
 
 @dataclass(frozen=True, kw_only=True)
 class BlockRules:
-    max_link_density: float = 0.6
+    max_link_density: float = 0.65
     good_link_density: float = 0.25
     good_chars: int = 150
     short_chars: int = 50
@@ -75,8 +78,10 @@ class BlockRules:
     anchor_headings: bool = True  # a heading's in-page anchor link (<h2><a href="#x">) is not link text
     drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
     short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
+    short_sentence: bool = True  # ... when it is a sentence (ends in . ! ? 。 ...): not "Explore further"
     inline_links: bool = True  # a link block right between two good blocks stays ("Read also: <a>...</a>" in a story)
     subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
+    heading_next_good: bool = True  # a heading stays only when the first non-heading block under it is good
 
     def skip_selectors(self) -> list[str]:
         """CSS selectors for resiliparse's `skip_elements`: class or id containing a skip word, never
@@ -178,7 +183,8 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
                 final[i] = "good" if "good" in (prev, nxt) else "bad"
             else:
                 final[i] = "bad" if prev == nxt == "bad" and prev_real and next_real else "good"
-        elif rules.short_after_good and b.link_density == 0.0:
+        elif (rules.short_after_good and b.link_density == 0.0
+              and (not rules.short_sentence or _SENTENCE_END.search(b.text))):
             final[i] = "good" if prev == "good" and next_real else "bad"
         else:
             final[i] = "good" if prev == nxt == "good" else "bad"
@@ -190,6 +196,8 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
                     break
                 if final[j] == "good":
                     final[i] = "good"
+                    break
+                if rules.heading_next_good and not blocks[j].heading:
                     break
     for b, label in zip(blocks, final):
         b.label = label

@@ -243,7 +243,10 @@ def test_short_lines_after_text_stay_a_byline_before_it_and_the_page_end_go():
             "<p>Share: <a href='/s'>Facebook</a> <a href='/t'>Twitter</a> <a href='/m'>Mail</a></p>\n\n"
             "<p>We use cookies.</p>")
     text, _, blocks = main_blocks(html)
-    assert text == "\n".join([_BODY.strip(), "Step 2", "Insert the plant into the hole."])
+    # the sentence stays; "Step 2" (not a sentence), the byline before the text and the last line go
+    assert text == "\n".join([_BODY.strip(), "Insert the plant into the hole."])
+    assert main_blocks(html, BlockRules(short_sentence=False))[0] == "\n".join(
+        [_BODY.strip(), "Step 2", "Insert the plant into the hole."])
     assert main_blocks(html, BlockRules(short_after_good=False))[0] == _BODY.strip()
 
 
@@ -253,6 +256,12 @@ def test_a_heading_over_a_subheading_stays_with_the_subheadings_text():
     html = f"<h2>Part Two</h2>\n\n<h3>The Holy World</h3>\n\n<p>{_BODY}</p>\n\n<h2>Comments</h2>\n\n<h3>Sort by</h3>"
     assert main_blocks(html)[0] == "\n".join(["Part Two", "The Holy World", _BODY.strip()])
     assert main_blocks(html, BlockRules(subheadings=False))[0] == "\n".join(["The Holy World", _BODY.strip()])
+    # a heading over links and then a long teaser is a related-stories box: its first block is not good
+    related = (f"<p>{_BODY}</p>\n\n<h3>More on this</h3>\n\n<p><a href='/x'>Bridge closed for the winter again</a></p>"
+               f"\n\n<p>{_BODY}</p>")
+    assert main_blocks(related)[0] == "\n".join([_BODY.strip()] * 2)
+    assert main_blocks(related, BlockRules(heading_next_good=False))[0] == "\n".join(
+        [_BODY.strip(), "More on this", _BODY.strip()])
 
 
 def test_a_link_line_between_two_paragraphs_stays_a_link_list_after_them_goes():
