@@ -177,7 +177,8 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
     placed after the line of `text` where `other`'s preceding known line ends, and only inside `text`
     (before its first or after its last line they would be the edges' boilerplate). A line of `other`
     counts as known when at least half of its word trigrams are in `text`. Returns (text, lines added)."""
-    lines = [line for line in text.split("\n") if line.strip()]
+    lines = text.split("\n")  # blank lines (a <pre>'s) stay where they are
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     line_of: dict[tuple[str, ...], int] = {}
     for i, line in enumerate(lines):
         for gram in _trigrams(line):
@@ -191,7 +192,7 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
         hits = sorted(line_of[g] for g in grams if g in line_of)
         if len(hits) >= _KNOWN_SHARE * len(grams):
             at = max(at, hits[int(0.9 * (len(hits) - 1))])  # where this line ends in `text` (a stray trigram aside)
-        elif 0 <= at < len(lines) - 1:
+        elif 0 <= at < last:
             after.setdefault(at, []).append(line.strip())
     if not after:
         return text, 0
