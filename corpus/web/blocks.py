@@ -22,11 +22,12 @@ are bad); a `short` block stays between two good ones, or, when it is a sentence
 good one when a block (not the page's end) follows (`short_after_good`, `short_sentence`: the steps of a
 how-to, a one-line paragraph in a story; a byline before the story, between navigation and text, and
 "Explore further" after it still go); a heading stays when its first block that is not a heading is
-good, with no heading of its rank or higher between (`heading_next_good`, `subheadings`: "Part Two" <h2> followed by an <h3> and its text
-stays; "More on this" over a list of links and then a teaser goes). The result is
-the kept blocks' text (less the first heading that repeats the page's <title>: the title is
-metadata, and neither Readability's gold nor trafilatura puts it in the text) and its length (ideographs weighted x3), which tells the caller how much main
-text the page had, and so whether a second extractor should look at the page.
+good, with no heading of its rank or higher between (`heading_next_good`, `subheadings`: "Part Two"
+<h2> followed by an <h3> and its text stays; "More on this" over a list of links and then a teaser
+goes). The result is the kept blocks' text (less the first heading that repeats the page's <title>:
+the title is metadata, and neither Readability's gold nor trafilatura puts it in the text) and its
+length (ideographs weighted x3), which tells the caller how much main text the page had, and so
+whether a second extractor should look at the page.
 
 Before any of that, elements whose class or id names a boilerplate role (caption, share, related,
 newsletter, byline, footer, tags ...; `BlockRules.skip_class_words`) are left out of resiliparse's

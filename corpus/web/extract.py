@@ -105,7 +105,8 @@ def resiliparse_blocks(tree, *, comments: bool = False, skip: list[str] = ()) ->
 
     return extract_plain_text(tree, preserve_formatting="minimal_html", main_content=True, alt_texts=False,
                               comments=comments, links=True,
-                              skip_elements=_SKIP + ([", ".join(skip)] if skip else []))  # one selector list: ~10% faster
+                              # the skip selectors as one selector list: the same output, ~10% faster
+                              skip_elements=_SKIP + ([", ".join(skip)] if skip else []))
 
 
 def trafilatura_text(html: str, *, url: str | None, fast: bool, favor_precision: bool,
@@ -215,7 +216,8 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     used = extractor
     title = _title(tree)
     if extractor == "trafilatura":
-        text = trafilatura_text(html, url=url, fast=bool(trafilatura_fast), favor_precision=favor_precision, comments=forum)
+        text = trafilatura_text(html, url=url, fast=bool(trafilatura_fast), favor_precision=favor_precision,
+                                comments=forum)
     elif extractor == "resiliparse":
         text = resiliparse_text(tree, comments=forum)
     else:

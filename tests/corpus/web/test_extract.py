@@ -282,7 +282,8 @@ def test_fill_gaps_adds_the_second_opinions_missing_lines_inside_our_text_only()
         "First paragraph of the story, long enough.", "Second paragraph we lost, with facts.",
         "Third paragraph closes the story here."]), 1)
     # our blank lines and indentation (a <pre>) stay as they are
-    code = "First paragraph of the story, long enough.\n\n    area = 3.14 * r * r\nThird paragraph closes the story here."
+    code = ("First paragraph of the story, long enough.\n\n    area = 3.14 * r * r\n"
+            "Third paragraph closes the story here.")
     assert extract_mod.fill_gaps(code, other)[0] == code.replace("\n\n", "\nSecond paragraph we lost, with facts.\n\n")
     # a line of the other text made mostly of ours (a table row holding the article) is not added again
     row = "| First paragraph of the story, long enough. | Third paragraph closes the story here. |"
