@@ -5,7 +5,8 @@ Cheap decisions first, so that the extractor only sees pages worth its time: an 
 markup (`not_html`). Then charset decoding (corpus/web/charset.py) and extraction under a
 per-record time limit (`extract_timeout`); a page the extractor chokes on is `extract_error`, one
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
-`keep_content`. Counters: pages per extractor used (`blocks`, `trafilatura`, `resiliparse`; `_forum`
+`keep_content`. Counters: pages per extractor used (`blocks`, `blocks+trafilatura` where trafilatura's
+second opinion added lines, `trafilatura`, `resiliparse`; `_forum`
 when the page was read as a forum thread, comments kept) and per charset source.
 """
 
@@ -30,8 +31,14 @@ log = logging.getLogger(__name__)
 class WebExtractConfig:
     extractor: Literal["hybrid", "resiliparse", "trafilatura"] = "hybrid"
     fallback_below_chars: int = 800  # hybrid: trafilatura decides when less confident main text is left
-    trafilatura_fast: bool = False  # skip trafilatura's own fallback extractors
+    # skip trafilatura's own fallback extractors (readability-lxml, jusText); None: skipped in hybrid mode's
+    # fallback (as good on both development sets, and faster), kept when `extractor: trafilatura`
+    trafilatura_fast: bool | None = None
     favor_precision: bool = False  # trafilatura's precision mode
+    # hybrid: when this many headings inside the kept text lost their text (0 = never), trafilatura reads
+    # the page too and the lines it has inside our text, and we lack, are added (about 5% of pages)
+    second_opinion_headings: int = 2
+    second_opinion_max_chars: int = 500_000  # no second opinion on larger pages (its cost grows with the page)
     timeout_s: float = 5.0  # per record; 0 = no limit
     max_html_bytes: int = 4 << 20
     keep_content: bool = False
@@ -40,6 +47,8 @@ class WebExtractConfig:
         require(self.timeout_s >= 0, f"timeout_s must be >= 0 (0 = no limit); got {self.timeout_s}")
         require(self.max_html_bytes > 0, f"max_html_bytes must be > 0; got {self.max_html_bytes}")
         require(self.fallback_below_chars >= 0, f"fallback_below_chars must be >= 0; got {self.fallback_below_chars}")
+        require(self.second_opinion_headings >= 0,
+                f"second_opinion_headings must be >= 0 (0 = never); got {self.second_opinion_headings}")
 
 
 def _looks_like_markup(content: bytes) -> bool:
@@ -78,7 +87,9 @@ class WebExtract(Mapper):
                 with time_limit(cfg.timeout_s):
                     page = extract_page(content, ctype, url, extractor=cfg.extractor,
                                         fallback_below_chars=cfg.fallback_below_chars,
-                                        trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision)
+                                        trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision,
+                                        second_opinion_headings=cfg.second_opinion_headings,
+                                        second_opinion_max_chars=cfg.second_opinion_max_chars)
             except ExtractTimeout:
                 reasons[i] = "extract_timeout"
                 continue

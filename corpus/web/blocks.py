@@ -1,8 +1,10 @@
 """Boilerplate removal after extraction: resiliparse's block output -> the blocks that are main text.
 
 resiliparse renders its main-content pick as minimal HTML (paragraphs, headings, list items, links).
-Each block (the text between blank lines) gets cheap, language-independent features: its length in
-characters, its link density (characters inside <a> / all characters) and whether it is a heading.
+Each block (the text between blank lines; a heading is always a block of its own, a <pre> always one
+block) gets cheap, language-independent features: its length in
+characters, its link density (characters inside <a> / all characters; a heading's in-page anchor,
+`<h2><a href="#part">`, is not a link away) and whether it is a heading.
 Blocks are then classified in the manner of jusText (Pomikálek 2011), without its stop-word lists so
 that it holds for any language:
 
@@ -12,12 +14,20 @@ that it holds for any language:
 - `short`: under `short_chars` characters (bylines, dates, captions, buttons, cookie lines);
 - `near`: everything between.
 
-Context then decides the uncertain ones, with the page's start and end counting as `bad`: a `near`
+Context then decides the uncertain ones, with the page's start and end counting as `bad`: a link
+block (not a heading, no ©) right between two good blocks stays (`inline_links`: an article's own
+"Read also" lines; Readability's gold keeps them, trafilatura's pages count some as boilerplate); a `near`
 block stays when one of its nearest certain neighbours is good (with `strict_near`; else unless both
-are bad); a `short` block stays only between
-two good ones; a heading stays when a good block follows it before the next heading. The result is
-the kept blocks' text and its length (ideographs weighted x3), which tells the caller how much main
-text the page had, and so whether a second extractor should look at the page.
+are bad); a `short` block stays between two good ones, or, when it is a sentence without links, after a
+good one when a block (not the page's end) follows (`short_after_good`, `short_sentence`: the steps of a
+how-to, a one-line paragraph in a story; a byline before the story, between navigation and text, and
+"Explore further" after it still go); a heading stays when its first block that is not a heading is
+good, with no heading of its rank or higher between (`heading_next_good`, `subheadings`: "Part Two"
+<h2> followed by an <h3> and its text stays; "More on this" over a list of links and then a teaser
+goes). The result is the kept blocks' text (less the first heading that repeats the page's <title>:
+the title is metadata, and neither Readability's gold nor trafilatura puts it in the text) and its
+length (ideographs weighted x3), which tells the caller how much main text the page had, and so
+whether a second extractor should look at the page.
 
 Before any of that, elements whose class or id names a boilerplate role (caption, share, related,
 newsletter, byline, footer, tags ...; `BlockRules.skip_class_words`) are left out of resiliparse's
@@ -36,8 +46,14 @@ from dataclasses import dataclass
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
 _TAG = re.compile(r"<[^>]*>")
-_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
-_HEADING = re.compile(r"^\s*<h[1-6][\s>]")
+_LINK = re.compile(r"<a\b([^>]*)>(.*?)</a>", re.S)
+_IN_PAGE_HREF = re.compile(r"""\bhref\s*=\s*["']?#""")
+_HEADING = re.compile(r"^\s*<h([1-6])[\s>]")
+_HEADING_ELEMENT = re.compile(r"<h([1-6])\b[^>]*>.*?</h\1\s*>", re.S)
+_PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.S)
+_PRE_MARK = re.compile(r"\x00(\d+)\x00")
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’»)\]]*\s*$")
+_TITLE_SEPARATOR = re.compile(r"\s+[|\-–—:·»/]\s+")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 # Ideographs and kana carry about a word each: they count as three characters of Latin text.
 _WIDE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -50,7 +66,7 @@ BOILERPLATE_CLASS_WORDS = ("caption", "newsletter", "related", "share", "social"
 
 @dataclass(frozen=True, kw_only=True)
 class BlockRules:
-    max_link_density: float = 0.5
+    max_link_density: float = 0.65
     good_link_density: float = 0.25
     good_chars: int = 150
     short_chars: int = 50
@@ -58,6 +74,15 @@ class BlockRules:
     strict_near: bool = True  # a `near` block needs a good neighbour (else: just not two bad ones)
     skip_class_words: tuple[str, ...] = BOILERPLATE_CLASS_WORDS  # elements left out before blocks are made
     min_skip_kept: float = 0.5  # the skip must keep this share of the page's main text, else it is not applied
+    split_headings: bool = True  # a heading is a block of its own, apart from the text under it
+    keep_pre: bool = True  # a <pre> is one block, blank lines and indentation included
+    anchor_headings: bool = True  # a heading's in-page anchor link (<h2><a href="#x">) is not link text
+    drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
+    short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
+    short_sentence: bool = True  # ... when it is a sentence (ends in . ! ? 。 ...): not "Explore further"
+    inline_links: bool = True  # a link block right between two good blocks stays ("Read also: <a>...</a>" in a story)
+    subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
+    heading_next_good: bool = True  # a heading stays only when the first non-heading block under it is good
 
     def skip_selectors(self) -> list[str]:
         """CSS selectors for resiliparse's `skip_elements`: class or id containing a skip word, never
@@ -73,25 +98,58 @@ class Block:
     link_density: float
     heading: bool
     label: str = ""
+    level: int = 0  # 1-6 for <h1>-<h6>
 
 
-def parse_blocks(minimal_html: str, *, lines: bool = False) -> list[Block]:
-    """Blocks (or, with `lines`, each line of a block: a <br> or a line of bare text) with features."""
+def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: bool = False) -> list[Block]:
+    """Blocks (or, with `lines`, each line of a block: a <br> or a line of bare text) with features.
+
+    A block is the text between blank lines of resiliparse's rendering, except that (per `rules`) a
+    heading is always a block of its own (resiliparse puts h4-h6 on the line above their text), and a
+    <pre> is always one block (its blank lines do not split it)."""
+    pres: list[str] = []
+    if rules.keep_pre and "<pre" in minimal_html:
+        def stash(m: re.Match) -> str:
+            pres.append(m.group(0))
+            return f"\n\n\x00{len(pres) - 1}\x00\n\n"
+
+        minimal_html = _PRE.sub(stash, minimal_html)
+    if rules.split_headings:
+        minimal_html = _HEADING_ELEMENT.sub(lambda m: f"\n\n{m.group(0)}\n\n", minimal_html)
     blocks = []
     for raw_block in _BLOCK_SPLIT.split(minimal_html):
-        heading = bool(_HEADING.match(raw_block))
+        mark = _PRE_MARK.fullmatch(raw_block.strip())
+        if mark:
+            raw = pres[int(mark.group(1))]
+            text = _clean_pre(raw)
+            if text:
+                blocks.append(Block(text, _weight(text), _link_density(raw, text, False, rules), False))
+            continue
+        head = _HEADING.match(raw_block)
+        heading, level = head is not None, int(head.group(1)) if head else 0
         for raw in (raw_block.split("\n") if lines else (raw_block,)):
             text = _clean(raw)
             if not text:
                 continue
-            chars = _weight(text)
-            link_chars = sum(_weight(_clean(m)) for m in _LINK.findall(raw))
-            blocks.append(Block(text, chars, min(1.0, link_chars / chars), heading))
+            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading,
+                                level=level))
     return blocks
+
+
+def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> float:
+    link_chars = sum(_weight(_clean(inner)) for attrs, inner in _LINK.findall(raw)
+                     if not (heading and rules.anchor_headings and _IN_PAGE_HREF.search(attrs)))
+    return min(1.0, link_chars / _weight(text))
 
 
 def _weight(text: str) -> int:
     return len(text) + 2 * len(_WIDE.findall(text))
+
+
+def _clean_pre(fragment: str) -> str:
+    """A <pre>'s text: its lines as they are (indentation kept), trailing spaces and outer blank lines out."""
+    text = html_lib.unescape(_TAG.sub("", fragment))
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
 def _clean(fragment: str) -> str:
@@ -114,6 +172,9 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
             b.label = "near"
     final = [b.label for b in blocks]
     for i, b in enumerate(blocks):
+        if (rules.inline_links and b.label == "bad" and not b.heading and "©" not in b.text
+                and 0 < i < len(blocks) - 1 and blocks[i - 1].label == blocks[i + 1].label == "good"):
+            final[i] = "good"
         if b.label not in ("near", "short"):
             continue
         prev, prev_real = _neighbour(blocks, i, -1)
@@ -123,16 +184,21 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
                 final[i] = "good" if "good" in (prev, nxt) else "bad"
             else:
                 final[i] = "bad" if prev == nxt == "bad" and prev_real and next_real else "good"
+        elif (rules.short_after_good and b.link_density == 0.0
+              and (not rules.short_sentence or _SENTENCE_END.search(b.text))):
+            final[i] = "good" if prev == "good" and next_real else "bad"
         else:
             final[i] = "good" if prev == nxt == "good" else "bad"
     for i, b in enumerate(blocks):
         if b.label == "heading":
             final[i] = "bad"
             for j in range(i + 1, len(blocks)):
-                if blocks[j].label == "heading":
+                if blocks[j].label == "heading" and (not rules.subheadings or blocks[j].level <= b.level):
                     break
                 if final[j] == "good":
                     final[i] = "good"
+                    break
+                if rules.heading_next_good and not blocks[j].heading:
                     break
     for b, label in zip(blocks, final):
         b.label = label
@@ -148,11 +214,41 @@ def _neighbour(blocks: list[Block], i: int, step: int) -> tuple[str, bool]:
     return "bad", False
 
 
-def main_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *,
+def _squash_title(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def repeats_title(heading: str, title: str) -> bool:
+    """Whether a heading is the page's title: the same words (case and spacing aside) as the whole
+    <title>, as one part of it between separators ("Site - Headline"), or as its start up to a
+    separator ("Headline (with Pictures) | Site", "标题_频道_网站"; a heading of >= 15 characters)."""
+    h, t = _squash_title(heading), _squash_title(title)
+    if not h:
+        return False
+    if h == t or h in (_squash_title(p) for p in _TITLE_SEPARATOR.split(title)):
+        return True
+    rest = t[len(h):].lstrip()
+    return _weight(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
+
+
+def drop_title_heading(blocks: list[Block], title: str | None) -> None:
+    """Label the first heading that repeats the page's title `bad` (the title is metadata, not main text)."""
+    if not title:
+        return
+    for b in blocks:
+        if b.heading and repeats_title(b.text, title):
+            b.label = "bad"
+            return
+
+
+def main_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, title: str | None = None,
                 lines: bool = False) -> tuple[str, int, list[Block]]:
-    """(kept text, its weighted length in characters, all blocks with their labels)."""
-    blocks = parse_blocks(minimal_html, lines=lines)
+    """(kept text, its weighted length in characters, all blocks with their labels); with `title` (the
+    page's <title>) and `rules.drop_title`, the heading that repeats it is left out."""
+    blocks = parse_blocks(minimal_html, rules, lines=lines)
     classify(blocks, rules)
+    if rules.drop_title:
+        drop_title_heading(blocks, title)
     kept = [b.text for b in blocks if b.label == "good"]
     good_total = sum(b.chars for b in blocks if b.label == "good")
     return "\n".join(kept), good_total, blocks

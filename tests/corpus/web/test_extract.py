@@ -176,3 +176,139 @@ def test_extraction_f1_near_trafilatura_on_gold_pages(readability_dir, shared_da
         ours, peer = (summarize(run_extractor(fns[k], pages)[0], pages)
                       for k in ("ours (web_extract_v1)", "trafilatura default"))
         assert ours["shingle_f1"] >= peer["shingle_f1"] - 0.02 and ours["shingle_f1"] > 0.88
+
+
+_BODY = "The council decided yesterday to repair the bridge over the river before the summer season starts. " * 3
+
+
+def test_a_heading_is_a_block_of_its_own_not_part_of_the_text_under_it():
+    from corpus.web.blocks import main_blocks
+
+    # resiliparse renders h4-h6 on the line above their text, in one block: the block would be a
+    # "heading", kept only when a good block follows, so a page's last section would be lost.
+    html = f"<p>{_BODY}</p>\n\n<h5>Funding</h5>\n{_BODY}"
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join([_BODY.strip(), "Funding", _BODY.strip()])
+    assert [(b.heading, b.label) for b in blocks] == [(False, "good"), (True, "good"), (False, "good")]
+    merged, _, _ = main_blocks(html, BlockRules(split_headings=False))
+    assert merged == _BODY.strip()
+
+
+def test_a_pre_is_one_block_with_its_blank_lines_and_indentation():
+    from corpus.web.blocks import main_blocks
+
+    code = "def area(r):\n\n    return 3.14159 * r * r\n"
+    html = f"<p>{_BODY}</p>\n\n<p>The code:</p>\n<pre>{code}</pre>\n\n<p>{_BODY}</p>"
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join([_BODY.strip(), "The code:", code.rstrip(), _BODY.strip()])
+    assert len(blocks) == 4
+    split, _, _ = main_blocks(html, BlockRules(keep_pre=False))
+    assert "    return" not in split and "def area(r):" in split  # split apart, indentation lost
+
+
+def test_a_heading_that_is_an_in_page_anchor_is_not_link_text():
+    from corpus.web.blocks import main_blocks
+
+    html = (f'<h2><a href="#intro">Introduction</a></h2>\n\n<p>{_BODY}</p>\n\n'
+            f'<h2><a href="/news/other-story">Another story</a></h2>\n\n<p>{_BODY}</p>')
+    text, _, blocks = main_blocks(html)
+    assert text == "\n".join(["Introduction", _BODY.strip(), _BODY.strip()])
+    assert [b.link_density for b in blocks] == [0.0, 0.0, 1.0, 0.0]
+    assert main_blocks(html, BlockRules(anchor_headings=False))[0] == "\n".join([_BODY.strip()] * 2)
+
+
+def test_the_first_heading_that_repeats_the_page_title_is_left_out():
+    from corpus.web.blocks import repeats_title
+
+    page = ("<html><head><title>Bridge repairs start in May | The Daily Town</title></head><body><article>"
+            f"<h1>Bridge repairs start in May</h1><p>{_BODY * 3}</p><h2>Funding</h2><p>{_BODY * 3}</p>"
+            "</article></body></html>").encode()
+    got = extract_mod.extract_page(page, "text/html", None)
+    assert got.extractor == "blocks" and got.title == "Bridge repairs start in May | The Daily Town"
+    assert got.text == "\n".join([(_BODY * 3).strip(), "Funding", (_BODY * 3).strip()])
+    kept = extract_mod.extract_page(page, "text/html", None, block_rules=BlockRules(drop_title=False))
+    assert kept.text.startswith("Bridge repairs start in May\n")
+    title = "How to Build a Terrarium (with Pictures) | eHow"
+    assert repeats_title("How to build a  terrarium", title) and repeats_title("eHow", title)
+    assert repeats_title("宇航员在太空中喝酒会怎么样？", "宇航员在太空中喝酒会怎么样？_探索者_光明网")
+    # a short heading at the title's start, or one that only begins like it, is not the title
+    assert not repeats_title("How to", title) and not repeats_title("How to Build a Terra", title)
+
+
+def test_short_lines_after_text_stay_a_byline_before_it_and_the_page_end_go():
+    from corpus.web.blocks import main_blocks
+
+    html = ("<p><a href='/'>Home</a> <a href='/news'>News</a> <a href='/sport'>Sport</a></p>\n\n"
+            f"<p>By Jane Doe</p>\n\n<p>{_BODY}</p>\n\n<p>Step 2</p>\n\n<p>Insert the plant into the hole.</p>\n\n"
+            "<p>Share: <a href='/s'>Facebook</a> <a href='/t'>Twitter</a> <a href='/m'>Mail</a></p>\n\n"
+            "<p>We use cookies.</p>")
+    text, _, blocks = main_blocks(html)
+    # the sentence stays; "Step 2" (not a sentence), the byline before the text and the last line go
+    assert text == "\n".join([_BODY.strip(), "Insert the plant into the hole."])
+    assert main_blocks(html, BlockRules(short_sentence=False))[0] == "\n".join(
+        [_BODY.strip(), "Step 2", "Insert the plant into the hole."])
+    assert main_blocks(html, BlockRules(short_after_good=False))[0] == _BODY.strip()
+
+
+def test_a_heading_over_a_subheading_stays_with_the_subheadings_text():
+    from corpus.web.blocks import main_blocks
+
+    html = f"<h2>Part Two</h2>\n\n<h3>The Holy World</h3>\n\n<p>{_BODY}</p>\n\n<h2>Comments</h2>\n\n<h3>Sort by</h3>"
+    assert main_blocks(html)[0] == "\n".join(["Part Two", "The Holy World", _BODY.strip()])
+    assert main_blocks(html, BlockRules(subheadings=False))[0] == "\n".join(["The Holy World", _BODY.strip()])
+    # a heading over links and then a long teaser is a related-stories box: its first block is not good
+    related = (f"<p>{_BODY}</p>\n\n<h3>More on this</h3>\n\n<p><a href='/x'>Bridge closed for the winter again</a></p>"
+               f"\n\n<p>{_BODY}</p>")
+    assert main_blocks(related)[0] == "\n".join([_BODY.strip()] * 2)
+    assert main_blocks(related, BlockRules(heading_next_good=False))[0] == "\n".join(
+        [_BODY.strip(), "More on this", _BODY.strip()])
+
+
+def test_a_link_line_between_two_paragraphs_stays_a_link_list_after_them_goes():
+    from corpus.web.blocks import main_blocks
+
+    html = (f"<p>{_BODY}</p>\n\n<p>Read also: <a href='/a'>Why the old bridge was closed in 2019</a></p>\n\n"
+            f"<p>{_BODY}</p>\n\n<p><a href='/b'>Another story about something else entirely</a></p>")
+    assert main_blocks(html)[0] == "\n".join([_BODY.strip(), "Read also: Why the old bridge was closed in 2019",
+                                              _BODY.strip()])
+    assert main_blocks(html, BlockRules(inline_links=False))[0] == "\n".join([_BODY.strip()] * 2)
+
+
+def test_fill_gaps_adds_the_second_opinions_missing_lines_inside_our_text_only():
+    ours = "First paragraph of the story, long enough.\nThird paragraph closes the story here."
+    other = ("Home News Sport\nFirst paragraph of the story, long enough.\nSecond paragraph we lost, with facts."
+             "\nThird paragraph closes the story here.\nMore stories you may like")
+    assert extract_mod.fill_gaps(ours, other) == ("\n".join([
+        "First paragraph of the story, long enough.", "Second paragraph we lost, with facts.",
+        "Third paragraph closes the story here."]), 1)
+    # our blank lines and indentation (a <pre>) stay as they are
+    code = ("First paragraph of the story, long enough.\n\n    area = 3.14 * r * r\n"
+            "Third paragraph closes the story here.")
+    assert extract_mod.fill_gaps(code, other)[0] == code.replace("\n\n", "\nSecond paragraph we lost, with facts.\n\n")
+    # a line of the other text made mostly of ours (a table row holding the article) is not added again
+    row = "| First paragraph of the story, long enough. | Third paragraph closes the story here. |"
+    assert extract_mod.fill_gaps(ours, "First paragraph of the story, long enough.\n" + row) == (ours, 0)
+
+
+def test_sections_that_lost_their_text_bring_in_a_second_opinion(monkeypatch):
+    links = "".join(f"<li><a href='/bug/{i}'>Bug {i} fixed in the tab strip code</a></li>" for i in range(8))
+    body = (_BODY * 2).strip()
+    page = ("<html><head><title>Weekly notes</title></head><body><article>"
+            f"<p>{body}</p><h2>Add-ons</h2><ul>{links}</ul><h2>Performance</h2><ul>{links}</ul>"
+            f"<h2>Printing</h2><p>{body}</p></article></body></html>").encode()
+    calls = []
+
+    def second(html, **kwargs):
+        calls.append(kwargs["fast"])
+        return "\n".join([body, "Add-ons", "Gijs fixed the tab strip flicker.", "Printing", body])
+
+    monkeypatch.setattr(extract_mod, "trafilatura_text", second)
+    got = extract_mod.extract_page(page, "text/html", None)
+    assert calls == [True] and got.extractor == "blocks+trafilatura"
+    # two headings inside the text lost their (link-list) text: trafilatura's lines we lack are added
+    assert got.text == "\n".join([body, "Add-ons", "Gijs fixed the tab strip flicker.", "Printing", body])
+    off = extract_mod.extract_page(page, "text/html", None, second_opinion_headings=0)
+    assert calls == [True] and off.extractor == "blocks"
+    assert off.text == "\n".join([body, "Printing", body])
+    big = extract_mod.extract_page(page, "text/html", None, second_opinion_max_chars=len(page) - 1)
+    assert calls == [True] and big.text == off.text  # a page over the size cap gets no second opinion
