@@ -75,7 +75,7 @@ def duplicated_ngram_chars(hashes: np.ndarray, lengths: np.ndarray, n: int) -> i
     """
     if len(hashes) < 2:
         return 0
-    order = np.argsort(hashes, kind="stable")
+    order = np.argsort(hashes)  # ties in any order: both members of an equal pair get marked
     sorted_h = hashes[order]
     same_next = sorted_h[1:] == sorted_h[:-1]
     repeated = np.zeros(len(hashes), bool)
