@@ -107,6 +107,11 @@ def strip_macro_definitions(body: str) -> str:
     return "".join(out)
 
 
+def shows_something(body: str) -> bool:
+    """Whether a span of display math or a MathJax source shows anything once its macro definitions are out."""
+    return bool(strip_macro_definitions(body).strip(" \t\r\n{}"))
+
+
 def is_formula(body: str) -> bool:
     """A delimited span that looks like math: a TeX command, an operator, a digit or a lone letter (a variable);
     macro definitions alone are not a formula."""
@@ -120,7 +125,7 @@ def count_delimited(text: str) -> int:
     for m in _DELIMITED.finditer(text):
         body = next(g for g in m.groups() if g is not None)
         if m.group("env") is not None or m.group("pa") is not None or m.group("br") is not None:
-            n += bool(strip_macro_definitions(body).strip(" \t\r\n{}"))
+            n += shows_something(body)
         else:
             n += is_formula(body)
     return n
@@ -135,8 +140,7 @@ def _is_rendered_math(el) -> bool:
     if tag in ("math", "mjx-container"):
         return True
     if tag == "script":  # MathJax 2 source: a formula unless it only defines macros
-        return (el.get("type") or "").lower().startswith("math/tex") and \
-            bool(strip_macro_definitions(el.text or "").strip(" \t\r\n{}"))
+        return (el.get("type") or "").lower().startswith("math/tex") and shows_something(el.text or "")
     if tag == "img":
         alt = (el.get("alt") or "").strip()
         return bool(alt) and bool(_TEX_IMG_SRC.search(el.get("src") or "") or _classes(el) & _TEX_IMG_CLASSES)

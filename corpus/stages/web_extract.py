@@ -49,6 +49,8 @@ class WebExtractConfig:
         require(self.fallback_below_chars >= 0, f"fallback_below_chars must be >= 0; got {self.fallback_below_chars}")
         require(self.second_opinion_headings >= 0,
                 f"second_opinion_headings must be >= 0 (0 = never); got {self.second_opinion_headings}")
+        require(self.second_opinion_max_chars >= 0,
+                f"second_opinion_max_chars must be >= 0; got {self.second_opinion_max_chars}")
 
 
 def _looks_like_markup(content: bytes) -> bool:
