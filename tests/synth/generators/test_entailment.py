@@ -122,3 +122,43 @@ def test_leave_one_dataset_out_on_summac(shared_data):
     saved = {r["dataset"]: r for r in scorer.info["leave_one_dataset_out"]}
     for name, r in rows.items():
         assert saved[name]["auc"] == pytest.approx(r["auc"], abs=1e-9)
+
+
+def test_polytope_faithfulness_label_and_bad_records(tmp_path):
+    import json
+
+    from evals.data.entailment import polytope_faithfulness
+
+    folder = tmp_path / "summac_subsets"
+    folder.mkdir()
+    recs = {"a": {"document": "d1", "claim": "c1", "label": 0, "inaccuracy_label": 1},   # omission only
+            "b": {"document": "d2", "claim": "c2", "label": 0, "inaccuracy_label": 0},   # misstates its source
+            "c": {"document": "d3", "claim": "c3", "label": 1, "inaccuracy_label": "1"}}
+    (folder / "polytope.json").write_text(json.dumps(recs))
+    d = polytope_faithfulness(tmp_path)
+    assert (d.summaries, d.labels.tolist(), d.group) == (["c1", "c2", "c3"], [1, 0, 1], "polytope")
+    recs["b"]["inaccuracy_label"] = None
+    (folder / "polytope.json").write_text(json.dumps(recs))
+    with pytest.raises(ValueError, match=r"polytope.json: record b has inaccuracy_label None"):
+        polytope_faithfulness(tmp_path)
+    with pytest.raises(FileNotFoundError, match="pass --data"):
+        polytope_faithfulness(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_polytope_faithfulness_errors_are_ranked(shared_data):
+    """On Polytope's overall label (any error, omissions included) support ranks at chance; on its
+    faithfulness label (SummaC's inaccuracy label) the same score, at the threshold calibrated without
+    Polytope, separates the summaries that misstate their source."""
+    from evals.data.entailment import load_datasets, polytope_faithfulness, supplementary_row
+
+    folder = shared_data / "summarization"
+    datasets = load_datasets(folder)
+    scorer = load_scorer()
+    scorers = {"ours": lambda d: scorer.score_pairs(d.documents, d.summaries)}
+    lodo = {"ours": leave_one_dataset_out(datasets, scorers["ours"])}
+    extra = polytope_faithfulness(folder)
+    assert len(extra.labels) == 634 and int((extra.labels == 0).sum()) == 77
+    row = supplementary_row(extra, scorers, lodo, datasets)
+    assert row["ours AUC"] > 0.85 and row["ours BA"] > 0.75, row
+    assert lodo["ours"][3]["dataset"] == "polytope" and lodo["ours"][3]["auc"] < 0.6
