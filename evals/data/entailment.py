@@ -158,11 +158,9 @@ def run(args) -> EvalReport:
         if key not in mean:
             mean[key] = float(np.mean([r[key] for r in rows]))
     rows.append(mean)
-    tables = {"leave one dataset out": rows}
-    folder = Path(args.data)
-    if (folder / "summac_subsets" / "polytope.json").exists():
-        tables["supplementary: polytope, faithfulness errors only (not a target, not in the mean)"] = [
-            supplementary_row(polytope_faithfulness(folder), scorers, lodo, datasets)]
+    tables = {"leave one dataset out": rows,
+              "supplementary: polytope, faithfulness errors only (not a target, not in the mean)": [
+                  supplementary_row(polytope_faithfulness(args.data), scorers, lodo, datasets)]}
     report = EvalReport(name=NAME, tables=tables,
                         notes=[f"shipped threshold {shipped.threshold:.4f} ({MODEL_PATH.name}); each BA column uses the "
                                "threshold calibrated on the other dataset groups; 'BA @ shipped t' uses the shipped "
