@@ -5,6 +5,7 @@
     cidermill synth sandbox-check [--data PATH]     # HumanEval canonical/mutated through the judge
     cidermill synth judge --solution sol.py --tests tests.py --json   # one solution, one verdict
     cidermill synth generate "Write a haiku" --max-tokens 32
+    cidermill synth entailment-threshold my_pairs.jsonl   # the entailment filter's threshold, on your data
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
     _isolation_args(j)
     j.set_defaults(func=cmd_judge)
+
+    e = ssub.add_parser("entailment-threshold",
+                        help="calibrate the summary entailment filter's threshold on your own labelled pairs")
+    e.add_argument("pairs", help='JSON lines: {"document" (or "payload"), "summary", "label": 1 consistent / 0 not}')
+    e.add_argument("--folds", type=int, default=5, help="cross-validation folds, split by document (default 5)")
+    e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.set_defaults(func=cmd_entailment_threshold)
 
     g = ssub.add_parser("generate", help="complete one prompt with a backend (a smoke test)")
     g.add_argument("prompt")
@@ -95,6 +103,27 @@ def cmd_coding(args) -> int:
     print(json.dumps(summary, indent=2))
     print(f"-> {kept.name}@{kept.version_id[:12]}  {kept.manifest.rows} triplets"
           + (f"; rejects {rejects.name}@{rejects.version_id[:12]} ({rejects.manifest.rows} rows)" if rejects else ""))
+    return 0
+
+
+def cmd_entailment_threshold(args) -> int:
+    from .summaries.entailment import calibrate_on_pairs, load_scorer, read_labelled_pairs
+
+    documents, summaries, labels = read_labelled_pairs(args.pairs)
+    scorer = load_scorer()
+    r = calibrate_on_pairs(scorer.score_pairs(documents, summaries), labels, documents, folds=args.folds,
+                           shipped_threshold=scorer.threshold)
+    if args.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    print(f"{r['n']} pairs ({r['n_consistent']} consistent); support score AUC {r['auc']:.3f}")
+    print(f"shipped threshold {r['shipped_threshold']:.4f}: balanced accuracy {r['balanced_acc_at_shipped']:.3f}, "
+          f"keeps {r['kept_at_shipped']:.1%}")
+    print(f"calibrated here   {r['threshold']:.4f}: balanced accuracy {r['balanced_acc_cross_validated']:.3f} "
+          f"cross-validated ({r['folds']} folds by document; {r['balanced_acc_in_sample']:.3f} in sample), "
+          f"keeps {r['kept_at_threshold']:.1%}")
+    print("to use it, set the filter's threshold in your pipeline config:\n"
+          f"  - summary_entailment_filter_v1: {{threshold: {r['threshold']:.4f}}}")
     return 0
 
 

@@ -162,3 +162,92 @@ def test_polytope_faithfulness_errors_are_ranked(shared_data):
     row = supplementary_row(extra, scorers, lodo, datasets)
     assert row["ours AUC"] > 0.85 and row["ours BA"] > 0.75, row
     assert lodo["ours"][3]["dataset"] == "polytope" and lodo["ours"][3]["auc"] < 0.6
+
+
+def test_labelled_pairs_bad_lines_are_named(tmp_path):
+    from manifests.errors import RecordError, ShardError
+    from synth.summaries.entailment import read_labelled_pairs
+
+    good = {"document": DOC, "summary": "The library opens at 8 am on Saturdays.", "label": 1}
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join([json_line(good), "", json_line({"payload": DOC, "summary": "x", "label": 0})]) + "\n")
+    docs, summaries, labels = read_labelled_pairs(path)
+    assert (docs, summaries, labels.tolist()) == ([DOC, DOC], [good["summary"], "x"], [1, 0])
+    cases = [("{not json", "line 2", "not JSON"),
+             (json_line({"document": DOC, "label": 1}), "line 2", "summary must be a non-empty string"),
+             (json_line({"summary": "s", "label": 1}), "line 2", "document \\(or payload\\) must be"),
+             (json_line({**good, "label": 2}), "line 2", "label must be 1 \\(consistent\\) or 0 \\(not\\); got 2"),
+             (json_line({**good, "label": True}), "line 2", "label must be .*; got True"),
+             (json_line({**good, "label": "1"}), "line 2", "label must be .*; got '1'"),
+             ("[1, 2]", "line 2", "expected a JSON object, got list")]
+    for bad, where, reason in cases:
+        path.write_text(json_line(good) + "\n" + bad + "\n")
+        with pytest.raises(RecordError, match=rf"pairs.jsonl \[{where}\]: {reason}"):
+            read_labelled_pairs(path)
+    with pytest.raises(ShardError, match="cannot read labelled pairs"):
+        read_labelled_pairs(tmp_path / "missing.jsonl")
+
+
+def json_line(rec: dict) -> str:
+    import json
+
+    return json.dumps(rec)
+
+
+def test_calibrate_on_pairs_separable_and_too_few():
+    from manifests.errors import ConfigError
+    from synth.summaries.entailment import calibrate_on_pairs
+
+    docs = [f"document {i // 2}" for i in range(40)]  # two pairs per document
+    labels = np.array([1, 0] * 20)
+    scores = np.where(labels == 1, [0.6, 0.7, 0.8, 0.6] * 10, [0.1, 0.2, 0.3, 0.3] * 10)
+    r = calibrate_on_pairs(scores, labels, docs, folds=4, shipped_threshold=0.9)
+    # separable: the lowest perfect cut is the lowest positive, every fold's cut lies in the gap, so the
+    # out-of-fold predictions are all right
+    assert r["threshold"] == 0.6 and all(0.3 < t <= 0.7 for t in r["fold_thresholds"])
+    assert r["balanced_acc_cross_validated"] == r["balanced_acc_in_sample"] == 1.0
+    # the shipped 0.9 keeps nothing here: every positive is missed
+    assert (r["balanced_acc_at_shipped"], r["kept_at_shipped"], r["kept_at_threshold"]) == (0.5, 0.0, 0.5)
+    assert len(r["fold_thresholds"]) == 4  # 20 documents hash into all four folds
+    with pytest.raises(ConfigError, match="at least 5 consistent and 5 inconsistent pairs"):
+        calibrate_on_pairs(scores[:8], labels[:8], docs[:8], folds=5, shipped_threshold=0.9)
+    with pytest.raises(ConfigError, match="--folds must be at least 2"):
+        calibrate_on_pairs(scores, labels, docs, folds=1, shipped_threshold=0.9)
+
+
+def test_entailment_threshold_command(tmp_path, capsys):
+    import json
+
+    from manifests.main import main
+
+    rows = []
+    for i in range(6):
+        doc = DOC.replace("Ortiz", f"Ortiz{i}")
+        rows += [{"document": doc, "summary": f"Mayor Ortiz{i} said the change would cost 40,000 dollars a year.", "label": 1},
+                 {"document": doc, "summary": f"Mayor Ortiz{i} said the museum in Paris will cost 9 million euros.", "label": 0}]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["synth", "entailment-threshold", str(path), "--folds", "3", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert (r["n"], r["n_consistent"], r["auc"], r["balanced_acc_cross_validated"]) == (12, 6, 1.0, 1.0)
+    assert main(["synth", "entailment-threshold", str(path), "--folds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"summary_entailment_filter_v1: {{threshold: {r['threshold']:.4f}}}" in out
+    path.write_text(path.read_text() + '{"document": "d", "summary": "s", "label": "yes"}\n')
+    assert main(["synth", "entailment-threshold", str(path)]) != 0
+    assert "pairs.jsonl [line 13]: label must be 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_calibrating_on_abstractive_summaries_recovers_them(shared_data):
+    """The shipped threshold (calibrated on CNN/DM-heavy SummaC) keeps almost no XSum summary, faithful or
+    not; calibrated on XSum's own labelled pairs, the out-of-fold balanced accuracy rises well above 0.5."""
+    from evals.data.entailment import load_datasets
+    from synth.summaries.entailment import calibrate_on_pairs
+
+    xsum = next(d for d in load_datasets(shared_data / "summarization") if d.name == "xsum_hallucination")
+    scorer = load_scorer()
+    r = calibrate_on_pairs(scorer.score_pairs(xsum.documents, xsum.summaries), xsum.labels, xsum.documents,
+                           shipped_threshold=scorer.threshold)
+    assert r["kept_at_shipped"] < 0.02 and r["balanced_acc_at_shipped"] < 0.52
+    assert r["balanced_acc_cross_validated"] > 0.62 and r["threshold"] < 0.6, r
