@@ -210,11 +210,11 @@ def calibrate_on_pairs(scores: np.ndarray, labels: np.ndarray, documents: list[s
 
     scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels)
     n1, n0 = int((labels == 1).sum()), int((labels == 0).sum())
+    if folds < 2:
+        raise ConfigError(f"--folds must be at least 2; got {folds}")
     if n1 < folds or n0 < folds:
         raise ConfigError(f"calibration needs at least {folds} consistent and {folds} inconsistent pairs "
                           f"(one of each per fold); got {n1} and {n0}. Label more pairs or lower --folds")
-    if folds < 2:
-        raise ConfigError(f"--folds must be at least 2; got {folds}")
     fold = np.array([_fold_of(d, folds) for d in documents])
     oof = np.zeros(len(labels), dtype=np.int64)
     fold_thresholds = []
