@@ -214,7 +214,7 @@ def calibrate_on_pairs(scores: np.ndarray, labels: np.ndarray, documents: list[s
         raise ConfigError(f"--folds must be at least 2; got {folds}")
     if n1 < folds or n0 < folds:
         raise ConfigError(f"calibration needs at least {folds} consistent and {folds} inconsistent pairs "
-                          f"(one of each per fold); got {n1} and {n0}. Label more pairs or lower --folds")
+                          f"(as many of each as --folds); got {n1} and {n0}. Label more pairs or lower --folds")
     fold = np.array([_fold_of(d, folds) for d in documents])
     oof = np.zeros(len(labels), dtype=np.int64)
     fold_thresholds = []
@@ -224,7 +224,8 @@ def calibrate_on_pairs(scores: np.ndarray, labels: np.ndarray, documents: list[s
             continue
         train = ~test
         if len(set(labels[train].tolist())) < 2:
-            raise ConfigError(f"fold {k}: the other folds hold only one label; label more pairs or lower --folds")
+            raise ConfigError(f"fold {k}: the pairs outside it have fewer than two labels; folds are split by "
+                              "document, so label pairs from more documents or lower --folds")
         t = calibrate([scores[train]], [labels[train]], ["pairs"])
         fold_thresholds.append(t)
         oof[test] = scores[test] >= t

@@ -251,3 +251,13 @@ def test_calibrating_on_abstractive_summaries_recovers_them(shared_data):
                            shipped_threshold=scorer.threshold)
     assert r["kept_at_shipped"] < 0.02 and r["balanced_acc_at_shipped"] < 0.52
     assert r["balanced_acc_cross_validated"] > 0.62 and r["threshold"] < 0.6, r
+
+
+def test_calibration_refuses_folds_without_both_labels():
+    from manifests.errors import ConfigError
+    from synth.summaries.entailment import calibrate_on_pairs
+
+    # every pair shares one document, so one fold holds them all and the rest of the data is empty
+    labels = np.array([1, 0] * 10)
+    with pytest.raises(ConfigError, match="fewer than two labels; folds are split by document"):
+        calibrate_on_pairs(np.linspace(0, 1, 20), labels, ["one document"] * 20, folds=3, shipped_threshold=0.5)
