@@ -88,17 +88,21 @@ def _patterns() -> tuple[str, str, str]:
     return tags, symbols, latex
 
 
-def text_columns(texts: list[str]) -> dict[str, pa.Array]:
+def text_columns(texts: list[str], n_tags: list[int] | None = None) -> dict[str, pa.Array]:
     """math__n_symbols, math__n_latex, math__symbol_density (symbols + LaTeX commands per 1,000 characters)
-    of page texts (not HTML: a large page's markup would dilute the density)."""
+    of page texts (not HTML: a large page's markup would dilute the density); given the pages' visible
+    formula counts, also math__tag_density (formulas per 1,000 characters of the same texts)."""
     _tags, symbols, latex = _patterns()
     values = pa.array([t or "" for t in texts], pa.string())
     n_sym = pc.count_substring_regex(values, symbols).to_numpy(zero_copy_only=False)
     n_latex = pc.count_substring_regex(values, latex).to_numpy(zero_copy_only=False)
     n_chars = pc.utf8_length(values).to_numpy(zero_copy_only=False)
     density = 1000.0 * (n_sym + n_latex) / np.maximum(n_chars, 1)
-    return {"math__n_symbols": pa.array(n_sym, pa.int32()), "math__n_latex": pa.array(n_latex, pa.int32()),
-            "math__symbol_density": pa.array(density, pa.float32())}
+    out = {"math__n_symbols": pa.array(n_sym, pa.int32()), "math__n_latex": pa.array(n_latex, pa.int32()),
+           "math__symbol_density": pa.array(density, pa.float32())}
+    if n_tags is not None:
+        out["math__tag_density"] = pa.array(1000.0 * np.asarray(n_tags) / np.maximum(n_chars, 1), pa.float32())
+    return out
 
 
 def math_columns(values: pa.ChunkedArray | pa.Array) -> dict[str, pa.Array]:

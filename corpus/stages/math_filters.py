@@ -62,9 +62,7 @@ def signal_columns(table: pa.Table, cfg: SignalsConfig, stage: str) -> dict[str,
                  else [None] * len(values))
         seen = [visible_math(decode_markup(v, ct)) for v, ct in zip(values, types)]
         n_tags, texts = [s.n_tags for s in seen], [s.text for s in seen]
-    tag_density = [1000.0 * n / max(len(t or ""), 1) for n, t in zip(n_tags, texts)]
-    return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts),
-            "math__tag_density": pa.array(tag_density, pa.float32())}
+    return {"math__n_tags": pa.array(n_tags, pa.int32()), **text_columns(texts, n_tags)}
 
 
 @register
