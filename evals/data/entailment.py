@@ -142,15 +142,16 @@ def run(args) -> EvalReport:
                "no_extrinsic": lambda d: np.array([extrinsic_free(a, b) for a, b in zip(d.documents, d.summaries)])}
     if not args.no_minilm:
         scorers["minilm_align"] = lambda d: minilm_alignment(d.documents, d.summaries)
-    lodo = {name: leave_one_dataset_out(datasets, fn) for name, fn in scorers.items()}
+    # every scorer scores every dataset once; the tables below only read these
+    scores = {name: {d.name: np.asarray(fn(d), dtype=np.float64) for d in datasets} for name, fn in scorers.items()}
+    lodo = {name: leave_one_dataset_out(datasets, lambda d, s=s: s[d.name]) for name, s in scores.items()}
     rows = []
     for i, d in enumerate(datasets):
         row = {"held-out dataset": d.name, "n": len(d.labels), "n_consistent": int(d.labels.sum())}
         for name in scorers:
             row[f"{name} AUC"] = lodo[name][i]["auc"]
             row[f"{name} BA"] = lodo[name][i]["balanced_acc"]
-        row["ours BA @ shipped t"] = balanced_accuracy(d.labels, (shipped.score_pairs(d.documents, d.summaries)
-                                                                  >= shipped.threshold).astype(int))
+        row["ours BA @ shipped t"] = balanced_accuracy(d.labels, (scores["ours"][d.name] >= shipped.threshold).astype(int))
         rows.append(row)
     mean = {"held-out dataset": "mean (equal weight per dataset)", "n": sum(r["n"] for r in rows),
             "n_consistent": sum(r["n_consistent"] for r in rows)}
@@ -158,9 +159,12 @@ def run(args) -> EvalReport:
         if key not in mean:
             mean[key] = float(np.mean([r[key] for r in rows]))
     rows.append(mean)
+    extra = polytope_faithfulness(args.data)
+    if extra.summaries != next(d for d in datasets if d.name == "polytope").summaries:
+        raise ValueError(f"{args.data}: polytope.json changed while it was read; run the evaluation again")
     tables = {"leave one dataset out": rows,
               "supplementary: polytope, faithfulness errors only (not a target, not in the mean)": [
-                  supplementary_row(polytope_faithfulness(args.data), scorers, lodo, datasets)]}
+                  supplementary_row(extra, {name: s["polytope"] for name, s in scores.items()}, lodo, datasets)]}
     report = EvalReport(name=NAME, tables=tables,
                         notes=[f"shipped threshold {shipped.threshold:.4f} ({MODEL_PATH.name}); each BA column uses the "
                                "threshold calibrated on the other dataset groups; 'BA @ shipped t' uses the shipped "
@@ -175,13 +179,13 @@ def run(args) -> EvalReport:
     return report
 
 
-def supplementary_row(extra: Labelled, scorers: dict, lodo: dict, datasets: list[Labelled]) -> dict:
-    """AUC and BA of every scorer on `extra`, each at the threshold it was given when `extra`'s group was
-    held out in the main table (so calibrated without this group)."""
+def supplementary_row(extra: Labelled, scores: dict[str, np.ndarray], lodo: dict, datasets: list[Labelled]) -> dict:
+    """AUC and BA of every scorer on `extra` (`scores`: scorer name -> its scores of `extra`'s pairs), each
+    at the threshold it was given when `extra`'s group was held out in the main table (so calibrated
+    without this group)."""
     held = next(i for i, d in enumerate(datasets) if d.group == extra.group)
     row = {"dataset": extra.name, "n": len(extra.labels), "n_consistent": int(extra.labels.sum())}
-    for name, fn in scorers.items():
-        s = np.asarray(fn(extra), dtype=np.float64)
+    for name, s in scores.items():
         row[f"{name} AUC"] = auc(extra.labels, s)
         row[f"{name} BA"] = balanced_accuracy(extra.labels, (s >= lodo[name][held]["threshold"]).astype(int))
     return row
