@@ -295,6 +295,10 @@ class GlobalStage(Stage):
     def bind(self, state: Any) -> Stage:
         """The local stage that applies `state`; its name is this stage's name."""
 
+    def build_fixed(self) -> None:
+        """The part of `build` whose cost does not grow with the corpus (e.g. an index of benchmark
+        items made on the driver); run alone by `corpus plan` to measure it. Most builds have none."""
+
     def apply(self, table: pa.Table) -> StageResult:  # pragma: no cover - executors call bind()
         raise RuntimeError(f"{self.name} is a global stage; run it through an executor")
 

@@ -208,17 +208,21 @@ def cmd_prune(args) -> int:
 
 def cmd_plan(args) -> int:
     from .config import read_yaml
-    from .memory import parse_bytes, plan_for_config
+    from manifests.config import parse_size
+
+    from .memory import plan_for_config
+
+    gpu_bytes = parse_size(args.gpu_mem, key="--gpu-mem", where="the command line")
 
     if "method" in read_yaml(args.config, {}):  # a post-training config (sft | rm | dpo)
         from .post_config import load_config
         from .post_plan import plan_post
 
-        plan = plan_post(load_config(args.config), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+        plan = plan_post(load_config(args.config), gpus=args.gpus, gpu_bytes=gpu_bytes,
                          micro_batch=args.micro_batch, mfu=args.mfu)
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
         return 0 if plan.fits else 1
-    plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+    plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=gpu_bytes,
                            seq_length=args.seq_length, micro_batch=args.micro_batch)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
     return 0 if plan.fits else 1

@@ -23,7 +23,6 @@ K and V; that variant is an estimate here (no GPU to measure it on).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from manifests.errors import ConfigError
@@ -31,20 +30,6 @@ from manifests.errors import ConfigError
 from .model.shapes import ModelShape
 
 GiB = 1024 ** 3
-_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "tb": 1000 ** 4,
-          "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4}
-
-
-def parse_bytes(text: str | int | float) -> int:
-    """'80GiB', '80GB', '1.5 TiB', 1024 -> bytes."""
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ConfigError(f"cannot read {text!r} as a size; write e.g. 80GiB, 80GB or 85899345920")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
 def _size(n: int) -> str:
     return f"{n / GiB:.2f} GiB" if n >= GiB // 10 else f"{n / 1024 ** 2:.2f} MiB"
 
@@ -210,7 +195,7 @@ def plan_for_config(cfg, *, gpus: int, gpu_bytes: int, seq_length: int | None = 
     seq = seq_length or cfg.seq_length
     if seq is None:
         try:
-            from .trainer import plan_run
+            from .plan import plan_run
 
             seq = plan_run(cfg).seq_length
         except Exception as exc:  # noqa: BLE001 - any reason the mixture cannot be read

@@ -142,9 +142,9 @@ def check_post_memory(cfg, log=print) -> None:
 
     from manifests.errors import ConfigError
 
-    from .memory import parse_bytes
+    from manifests.config import parse_size
 
-    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    budget = parse_size(cfg.parallel.gpu_memory, key="parallel.gpu_memory", where=cfg.name) if cfg.parallel.gpu_memory else None
     if budget is None and torch.cuda.is_available():
         budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     if budget is None:

@@ -12,7 +12,7 @@ Readers over files shipped in data/samples (and any file of the same format):
 - `code_prompts`: {text | prompt | question, test_list | tests, test_setup_code?} records (MBPP's layout) ->
   code prompts; reference = the tests (and setup code as the judge's trusted prelude).
 - `with_instructions`: chat prompts plus one verifiable instruction each (IFEval instruction ids, drawn with a
-  seed from INSTRUCTIONS) -> instruction prompts; the request text is ours, the checker is evals/model/ifeval.
+  seed from INSTRUCTIONS) -> instruction prompts; the request text is ours, the checker is synth/checkers/ifeval.py.
 """
 
 from __future__ import annotations

@@ -168,7 +168,8 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
           lr: float = 0.05, log=print) -> Path:
     """Learn masks on `cfg`'s mixture for the model at checkpoint `source`; write the pruned student's
     checkpoint (shape: source shape with ffn_hidden_size=target_ffn) to out_dir; returns its path."""
-    from .trainer import load_model, plan_run
+    from .checkpoint import load_model
+    from .plan import plan_run
 
     if cfg.parallel.tensor_parallel != 1:  # e.g. the teacher's own config: masks are learned on a whole model
         log(f"[prune] {cfg.name}: tensor_parallel {cfg.parallel.tensor_parallel} -> 1; every rank is a "

@@ -22,37 +22,11 @@ from . import checkpoint as ckpt
 from .checkpoint import load_model  # noqa: F401  (lives with the checkpoint format; imported from here too)
 from . import parallel
 from .config import TrainConfig
-from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits, valid_share_for
+from .data import batch_at, build_splits, valid_share_for
 from .losses import cross_entropies, distillation_loss, masked_mean
 from .model import build_model
 from .optim import build_optimizer, skip_or_clip_grad_norm_
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    blend: Blend
-    seq_length: int
-    steps: int
-    data_seed: int
-
-
-def plan_run(cfg: TrainConfig) -> RunPlan:
-    """Resolve what the config leaves to the mixture manifest (sequence length, steps, data seed)."""
-    d = cfg.data
-    if d.mixture:
-        blend = blend_from_mixture(d.mixture, root=d.root)
-    else:
-        blend = blend_from_pairs(d.blend, vocab_size=d.vocab_size, eod_id=d.eod_id)
-    if blend.vocab_size > cfg.model.vocab_size:
-        raise ConfigError(f"{cfg.name}: the data's vocabulary ({blend.vocab_size}) is larger than the model's "
-                          f"({cfg.model.vocab_size}); set model.vocab_size")
-    seq_length = cfg.seq_length or blend.seq_length
-    if blend.seq_length and cfg.seq_length and cfg.seq_length != blend.seq_length:
-        raise ConfigError(f"{cfg.name}: seq_length {cfg.seq_length} differs from the mixture's {blend.seq_length}; "
-                          "drop it from the run config or rebuild the mixture")
-    steps = cfg.steps or math.ceil(blend.num_samples / cfg.global_batch)
-    return RunPlan(blend=blend, seq_length=seq_length, steps=steps,
-                   data_seed=blend.seed if blend.seed is not None else cfg.seed)
+from .plan import RunPlan, plan_run
 
 
 @dataclass
@@ -228,9 +202,11 @@ def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
     else the GPU's own memory; nothing to check on a CPU run without a budget."""
     import torch.distributed as dist
 
-    from .memory import parse_bytes, plan_for_config
+    from manifests.config import parse_size
 
-    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    from .memory import plan_for_config
+
+    budget = parse_size(cfg.parallel.gpu_memory, key="parallel.gpu_memory", where=cfg.name) if cfg.parallel.gpu_memory else None
     if budget is None and torch.cuda.is_available():
         budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     if budget is None:

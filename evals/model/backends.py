@@ -129,10 +129,10 @@ class MegatronLM(_TokenLM):
         self.info = open_checkpoint(checkpoint)
         kernels = self.info.manifest.get("kernels", "local")
         parallel.setup(parallel.ParallelConfig(kernels=kernels))
-        # local layers: swap in fused SDPA core attention (evals/model/sdpa.py); TE layers are fused already
+        # local layers: swap in fused SDPA core attention (training/model/sdpa.py); TE layers are fused already
         self.sdpa = sdpa and kernels == "local"
         if self.sdpa:
-            from .sdpa import build_eval_model
+            from training.model.sdpa import build_eval_model
 
             self.model = build_eval_model(self.info, seq_length=max_length)
         else:

@@ -5,7 +5,7 @@ sandbox.py holds the slots, process.py starts one child, child.py runs inside it
 says how it is isolated, wire.py is the only way values cross.
 """
 
-from .isolation import available, choose
+from .levels import available, choose
 from .judge import Judgement, TestResult, split_tests
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .pool import run_many

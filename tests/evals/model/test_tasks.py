@@ -10,9 +10,9 @@ import pytest
 from evals.model.backends import HFLM, LM, MegatronLM
 from evals.model.generation import gsm8k_extract, run_gsm8k
 from evals.model.longcontext import make_item, run_longcontext
-from evals.model.posttrain import (bfcl_correct, bfcl_items, grade, parse_calls, pass_at_k, run_bfcl,
-                                   run_summaries, sandbox_judge)
+from evals.model.posttrain import bfcl_items, grade, pass_at_k, run_bfcl, run_summaries
 from evals.model.runner import compare, evaluate, read_results, write_results
+from synth.checkers import bfcl_correct, judge_code, parse_calls
 
 
 class Scripted(LM):
@@ -71,8 +71,8 @@ def test_gsm8k_extraction_and_scoring(shared_data):
 
 def test_code_pass_at_k_in_sandbox(shared_data):
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3) and pass_at_k(5, 5, 2) == 1.0
-    assert sandbox_judge("def add(a, b):\n    return a + b", "assert add(2, 3) == 5")
-    assert not sandbox_judge("def add(a, b):\n    return a - b", "assert add(2, 3) == 5")
+    assert judge_code("def add(a, b):\n    return a + b", "assert add(2, 3) == 5").passed
+    assert not judge_code("def add(a, b):\n    return a - b", "assert add(2, 3) == 5").passed
 
 
 def test_humaneval_sampled_pass_at_k(shared_data):
