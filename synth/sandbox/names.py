@@ -113,6 +113,14 @@ def entry_points(solution: str, steps: list[tuple[str, str]], prelude: str) -> l
     return sorted(callables(parse(solution)) & free(steps, prelude))
 
 
+def reference_entry_points(reference: str, tests: str | list[str], prelude: str = "") -> list[str]:
+    """A task's entry points read off its trusted reference solution (MBPP's `code`): the reference's
+    callables that the tests use and the tests and prelude do not bind, a builtin's name included
+    (MBPP/126's entry point is `sum`). Give these as `entry_points`, so a solution cannot add more."""
+    steps = [("test", tests)] if isinstance(tests, str) else [("test", t) for t in tests]
+    return sorted(callables(parse(reference)) & used(steps) - bound([prelude, *(src for _, src in steps)]))
+
+
 def modules_for_tests(solution: str, steps: list[tuple[str, str]], prelude: str, stubs: list[str]) -> list[str]:
     """Modules the solution imports plainly (`import math`, `import os.path`) whose top-level name
     is free in the tests: the tests process imports them itself (the standard library only)."""

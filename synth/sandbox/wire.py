@@ -173,12 +173,23 @@ def dumps_line(obj):
 def loads_line(line):
     """Parse one protocol message; anything but a JSON object raises WireError."""
     try:
-        obj = json.loads(line, object_pairs_hook=_small_object)
+        obj = json.loads(line, object_pairs_hook=_small_object, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError, UnicodeDecodeError):
         raise WireError("malformed message") from None
     if type(obj) is not dict:
         raise WireError("malformed message")
     return obj
+
+
+def _no_constant(name):
+    raise WireError("malformed message")   # NaN/Infinity: not JSON, and not re-sendable (allow_nan=False)
+
+
+def _finite(text):
+    x = float(text)
+    if x != x or x in (float("inf"), float("-inf")):   # 1e400
+        raise WireError("malformed message")
+    return x
 
 
 def _small_object(pairs):

@@ -142,3 +142,31 @@ def test_a_message_is_a_small_object():
         loads_line(json.dumps({f"x{i}": 1 for i in range(1000)}))
     with pytest.raises(WireError):
         loads_line('{"k": ' + "9" * 5000 + "}")
+
+
+# The relayed value is not decoded by the parent: the tests process decodes it strictly. Whatever the
+# solution writes there is that call's failure, never an exception in the parent.
+FORGE_RAW = r'''
+import json, os, time
+def f(x):
+    cfg = open("/proc/self/cmdline", "rb").read().split(b"\0")
+    nonce = next((json.loads(a)["nonce"] for a in cfg if a.startswith(b"{")), "")
+    line = '{"n": "%s", "k": 1, "ok": true, "v": ' % nonce + VALUE + '}\n'
+    for fd in range(3, 10):
+        try:
+            os.write(fd, line.encode())
+        except OSError:
+            pass
+    time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("form", ["parent", "tests process"])
+@pytest.mark.parametrize("raw", ['["f", NaN]', '["l", [1e400]]', '["l", [{"a": 1}]]', '["i", 7]',
+                                 '["d", [[["l", []], ["N"]]]]', '["S", [["i", "1"], ["f", "0x1.0p+0"]]]',
+                                 '{"k": 1}', '"passed"', "[" * 500 + "]" * 500])
+def test_a_malformed_value_is_that_tests_failure(box, raw, form):
+    tests = "assert f(1) == 1\n" if form == "parent" else "def c(g):\n    assert g(1) == 1\n\nc(f)\n"
+    j = box.judge(f"VALUE = {raw!r}\n" + FORGE_RAW, tests, timeout_s=1)
+    assert j.verdict == "failed" and j.tests[0].reason, j.tests
+    assert box.judge("def f(x):\n    return x\n", tests).passed

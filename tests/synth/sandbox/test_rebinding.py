@@ -117,3 +117,31 @@ def test_which_names_are_the_solutions():
     assert modules_for_tests(solution, steps, "z = 1\n", ["frac"]) == []
     assert modules_for_tests("import math, os.path\nimport json as j\n", split_tests("assert f(math.pi, os.sep, j)"),
                              "", ["f"]) == ["math", "os.path"]
+
+
+def test_a_reference_solution_names_the_tasks_entry_points(box):
+    # MBPP/126: the task's function is called `sum`. Inferred, `sum` is the builtin (the rule); read off
+    # the task's trusted reference, it is the entry point, and a solution can still add no other name.
+    from synth.checkers import reference_entry_points
+
+    reference = "def sum(a, b):\n    return sum_of_divisors(a, b)\ndef sum_of_divisors(a, b):\n" \
+                "    return __builtins__.sum(i for i in range(1, min(a, b)) if a % i == 0 and b % i == 0)\n"
+    tests = ["assert sum(10, 15) == 6", "assert sum(4, 6) == 3"]
+    assert reference_entry_points(reference, tests) == ["sum"]
+    honest = "def sum(a, b):\n    t = 0\n    for i in range(1, min(a, b)):\n        if a % i == 0 and b % i == 0:\n" \
+             "            t += i\n    return t\n"
+    assert box.judge(honest, tests, entry_points=["sum"]).passed
+    assert box.judge(honest, tests).verdict == "failed"   # inferred: the builtin sum(10, 15) raises
+    cheat = "def sum(a, b):\n    return 0\ndef abs(x):\n    return 0\n"
+    assert box.judge(cheat, ["assert abs(sum(10, 15) - 6) == 0"], entry_points=["sum"]).verdict == "failed"
+
+
+def test_a_name_the_prelude_binds_is_the_preludes(box):
+    # Before issue 36 only the prelude's def/class/import names were kept from the solution: a helper the
+    # prelude binds by assignment (`close = functools.partial(...)`) could be replaced by the solution's.
+    prelude = "import functools, math\nclose = functools.partial(math.isclose, rel_tol=1e-9)\nTOL = 1e-6\n"
+    tests = "assert close(frac(1.5), 0.5)\nassert abs(frac(2.25) - 0.25) < TOL\n"
+    assert box.judge(HONEST, tests, prelude=prelude).passed
+    cheat = "def close(*a, **k):\n    return True\ndef TOL():\n    return 0\ndef frac(x):\n    return 99\n"
+    j = box.judge(cheat, tests, prelude=prelude)
+    assert j.results == [0, 0], j.tests
