@@ -180,10 +180,11 @@ class _Broker:
             if set(reply) != {"n", "k", "ok", "v"} or type(reply["v"]) is not list:
                 raise WireError("unexpected fields")
             return {"ok": True, "v": reply["v"]}
-        kind, message = str(reply.get("t", "")), str(reply.get("e", ""))[:300]
+        kind, message = reply.get("t"), reply.get("e")   # strings, else nothing (never str() of a big tree)
+        kind, message = kind[:60] if type(kind) is str else "", message[:300] if type(message) is str else ""
         if kind in RAISABLE:
             return {"ok": False, "e": message, "t": kind}
-        return {"ok": False, "e": f"{kind[:60]}: {message}", "t": "SolutionError"}
+        return {"ok": False, "e": f"{kind}: {message}", "t": "SolutionError"}
 
     def run_direct(self, plans: list[direct.Plan]) -> list[TestResult]:
         """Every call sent at once to the solution process; each assertion decided here, or, for a
