@@ -12,8 +12,8 @@ Roles:
   whatever it writes is data that the parent validates (a forged line is a wrong answer at most).
 - tests:    runs the trusted prelude and the tests; the entry points are stubs that ask the
   parent for each call, and no other name is the solution's. The solution never ran in this
-  process. A step may carry a value (a tree the parent found too costly to check itself): it is
-  decoded here, under the step's time limit, and bound to the job's value_name first.
+  process. A step may name a value (a tree the parent found too costly to check itself; these follow
+  the job line): it is decoded here, under the step's time limit, and bound to value_name first.
 - program:  runs a whole program (Sandbox.run); its exit status is its outcome.
 
 At the `unshare` level this process starts as root in fresh mount/pid/net/ipc/uts namespaces and
@@ -260,6 +260,7 @@ def serve_tests(job, rin, out):
         # The task's entry points always; inferred ones only where the name means nothing yet.
         if job["force_stubs"] or (name not in ns and not hasattr(builtins, name)):
             ns[name] = stub_for(name)
+    values = [loads_line(rin.readline()).get("v") for _ in range(job["n_values"])]
     for i, step in enumerate(job["steps"]):
         kind, src = step[0], step[1]
         ok, err = False, broken
@@ -267,7 +268,7 @@ def serve_tests(job, rin, out):
             signal.setitimer(signal.ITIMER_REAL, float(job["per_test_seconds"]))
             try:
                 if len(step) > 2:
-                    ns[job["value_name"]] = _value(step[2])
+                    ns[job["value_name"]] = _value(values[step[2]])
                 exec(compile(src, "tests.py", "exec"), ns)
                 ok, err = True, None
             except BaseException as exc:

@@ -24,7 +24,8 @@ import operator
 from .wire import TooLarge
 
 VALUE = "__cidermill_value__"
-EVALUATOR_PRELUDE = "import math\nfrom math import isclose\n"   # the names evaluate() gives fixed meanings beyond builtins
+# What evaluate() means by `math` and `isclose`, for the tests process when it checks a value instead.
+EVALUATOR_PRELUDE = "import math\nfrom math import isclose\n"
 PARENT_NODES = 20_000        # nodes of one returned value the parent decodes itself
 PARENT_HASHED = 1_024        # set members and dict keys the parent hashes for one test (decode + evaluation)
 PARENT_WORK = 200_000        # elements the evaluator's sorts, sums, copies and sets may touch for one test

@@ -257,13 +257,17 @@ class _Broker:
         """The assertions whose values were too costly for the parent, checked by the tests process:
         each decodes its value (strictly, under the per-test time limit) and runs as real Python."""
         order = sorted(deferred)
-        steps = [("test", plans[i].assertion(), deferred[i]) for i in order]
-        results, _ = self.run(steps, prelude=direct.EVALUATOR_PRELUDE, stubs=[], modules=[])
+        steps = [("test", plans[i].assertion(), n) for n, i in enumerate(order)]
+        results, _ = self.run(steps, prelude=direct.EVALUATOR_PRELUDE, stubs=[], modules=[],
+                              values=[deferred[i] for i in order])
         return {i: TestResult(i, plans[i].source, r.passed, r.reason) for i, r in zip(order, results)}
 
     def run(self, steps=None, *, prelude: str | None = None, stubs: list[str] | None = None,
-            modules: list[str] | None = None) -> tuple[list[TestResult], str]:
-        """The tests process runs `steps` (default: this judgement's), with stubs for the calls."""
+            modules: list[str] | None = None, values: list | None = None) -> tuple[list[TestResult], str]:
+        """The tests process runs `steps` (default: this judgement's), with stubs for the calls. A
+        step (kind, source, n) first binds direct.VALUE to values[n], which follow the job line one
+        per line (the fork server reads its job unbuffered; the forked process reads these buffered)."""
+        values = values or []
         steps = self.steps if steps is None else steps
         stubs = self.stubs if stubs is None else stubs
         nonce = secrets.token_hex(16)
@@ -271,7 +275,7 @@ class _Broker:
         # reported as such (the parent gives up on the call first) rather than as a slow test.
         job = {"nonce": nonce, "modules": self.modules if modules is None else modules,
                "prelude": self.prelude if prelude is None else prelude, "stubs": stubs,
-               "force_stubs": self.force_stubs, "value_name": direct.VALUE, "steps": steps,
+               "force_stubs": self.force_stubs, "value_name": direct.VALUE, "n_values": len(values), "steps": steps,
                "per_test_seconds": self.per_test + 1.0}
         test_steps = [i for i, step in enumerate(steps) if step[0] == "test"]
         results: dict[int, TestResult] = {}
@@ -284,6 +288,8 @@ class _Broker:
             failure = f"the tests process could not start: {tester}"
         else:
             why = tester.send(job, time.monotonic() + 10)
+            for value in values:
+                why = why or tester.send({"v": value}, time.monotonic() + 10)
             failure = f"the tests process: {why}" if why else self._serve(tester, nonce, steps, results)
             if not failure:
                 reaped = tester.recv(time.monotonic() + 5)

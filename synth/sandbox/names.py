@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import builtins
 import symtable
-import sys
 
 FRESH = frozenset(dir(builtins)) | {"__builtins__", "__name__", "__doc__", "__file__", "__spec__", "__loader__",
                                    "__package__", "__annotations__"}
@@ -55,8 +54,10 @@ def _globals_read(table: symtable.SymbolTable) -> set[str]:
 
 
 def bound(sources: list[str]) -> set[str]:
-    """Names the trusted code binds at module level: assignments, def/class, imports (a star import
-    of a standard module binds that module's public names), and `global` names assigned in a function."""
+    """Names the trusted code binds at module level: assignments, def/class, imports, and `global`
+    names assigned in a function. A star import's names are not known here (nothing is imported in
+    the parent): the tests process installs an inferred stub only where a name is still unbound after
+    the prelude, and the tests' own statements run after the stubs, so theirs win."""
     names = set()
     for src in sources:
         try:
@@ -65,9 +66,6 @@ def bound(sources: list[str]) -> set[str]:
             continue
         names |= {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
         names |= _globals_assigned_below(table)
-        for node in ast.walk(parse(src)):
-            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                names |= _star_names(node.module or "")
     return names
 
 
@@ -77,19 +75,6 @@ def _globals_assigned_below(table: symtable.SymbolTable) -> set[str]:
         names |= {s.get_name() for s in child.get_symbols() if s.is_declared_global() and s.is_assigned()}
         names |= _globals_assigned_below(child)
     return names
-
-
-def _star_names(module: str) -> set[str]:
-    """A standard module's public names (what `from module import *` binds). Only the standard
-    library is importable in the tests process, so anything else binds nothing there."""
-    if module.split(".")[0] not in sys.stdlib_module_names:
-        return set()
-    try:
-        mod = __import__(module, fromlist=["*"])
-    except Exception:   # noqa: BLE001 - a module that does not import here binds nothing we can name
-        return set()
-    public = getattr(mod, "__all__", None)
-    return set(public) if public is not None else {n for n in dir(mod) if not n.startswith("_")}
 
 
 def callables(tree: ast.Module) -> set[str]:

@@ -161,7 +161,8 @@ def test_a_code_prompts_reference_solution_names_its_entry_points(tmp_path):
     from training.prompt_sets import code_prompts
 
     path = tmp_path / "code.jsonl"
-    path.write_text(json.dumps({"task_id": 126, "text": "Sum of common divisors.", "test_list": ["assert sum(10, 15) == 6"],
-                                "code": "def sum(a, b):\n    return helper(a, b)\ndef helper(a, b):\n    return 6\n"}) + "\n")
+    row = {"task_id": 126, "text": "Sum of common divisors.", "test_list": ["assert sum(10, 15) == 6"],
+           "code": "def sum(a, b):\n    return helper(a, b)\ndef helper(a, b):\n    return 6\n"}
+    path.write_text(json.dumps(row) + "\n")
     (p,) = code_prompts(path)
     assert p["reference"]["entry_points"] == ["sum"]

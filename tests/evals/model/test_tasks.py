@@ -103,7 +103,8 @@ def test_mbpp_entry_points_come_from_the_reference(shared_data, tmp_path):
     body = row["code"].split(":", 1)[1]   # the reference's body, after the prompt's `def sum(a,b):`
     res = run_mbpp(Scripted(lambda p: body), tmp_path, None)
     assert res["metrics"]["pass@1"] == 1.0
-    cheat = run_mbpp(Scripted(lambda p: "\n    return 0\nimport builtins\nbuiltins.sum = lambda *a: 6\n"), tmp_path, None)
+    patch = "\n    return 0\nimport builtins\nbuiltins.sum = lambda *a: 6\n"
+    cheat = run_mbpp(Scripted(lambda p: patch), tmp_path, None)
     assert cheat["metrics"]["pass@1"] == 0.0
 
 

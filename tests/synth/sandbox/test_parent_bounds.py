@@ -62,7 +62,8 @@ def big_box(box):
 def test_colliding_keys_cannot_stall_the_parent(big_box, name, form):
     box, limits = big_box
     solution, assertion = ATTACKS[name]
-    tests = f"assert {assertion}\n" if form == "parent" else f"def c(g):\n    assert {assertion.replace('f(', 'g(')}\n\nc(f)\n"
+    helper = f"def c(g):\n    assert {assertion.replace('f(', 'g(')}\n\nc(f)\n"
+    tests = f"assert {assertion}\n" if form == "parent" else helper
     cpu = time.thread_time()   # the judge runs in this thread: its CPU time is the parent's work
     j = box.judge(solution, tests, timeout_s=1, limits=limits)
     cpu = time.thread_time() - cpu

@@ -75,8 +75,8 @@ def test_a_rebinding_trick_fails(box, name, form, entry):
 
 def test_the_same_tricks_win_when_names_are_shared(box):
     # The tricks are real: where the tests see the solution's top-level names (one program), they pass.
-    for name in ("def_abs", "lambda_sorted", "def_isinstance", "alias_round", "from_import_alias", "from_import_alias_all",
-                 "import_alias_abs"):
+    for name in ("def_abs", "lambda_sorted", "def_isinstance", "alias_round", "from_import_alias",
+                 "from_import_alias_all", "import_alias_abs"):
         setup, assertion, trick = TRICKS[name]
         r = box.run(trick + "\n" + source_for(setup, assertion, "top-level"))
         assert r.verdict.value == "passed", (name, r.reason)
@@ -107,16 +107,28 @@ def test_a_task_may_name_an_entry_point_that_shadows_a_builtin(box):
 def test_which_names_are_the_solutions():
     from synth.sandbox.names import entry_points, free, modules_for_tests
 
-    steps = split_tests("import math\nfrom os.path import *\nx = 3\ndef helper(v):\n    global seen\n    seen = v\n"
-                        "    return abs(v)\nassert frac(x) == helper(len(y))\nassert join('a') == math.pi + z\n")
+    steps = split_tests("import math\nx = 3\ndef helper(v):\n    global seen\n    seen = v\n    return abs(v)\n"
+                        "assert frac(x) == helper(len(y))\nassert math.pi + z\n")
+    # Free: used, not a builtin, bound by neither the prelude nor the tests (helper's `v` is its own).
     assert free(steps, prelude="z = 1\n") == {"frac", "y"}
     solution = "import math\nimport os.path\nimport json as y\nfrom re import sub as frac2\n" \
-               "def frac(v):\n    return v\ndef abs(v):\n    return 0\ndef join(*a):\n    return 0\nhelper = frac\n"
+               "def frac(v):\n    return v\ndef abs(v):\n    return 0\nhelper = frac\nz = frac\n"
     assert entry_points(solution, steps, prelude="z = 1\n") == ["frac"]
     # Only a plain import whose name is free crosses (here none: math is imported by the tests).
     assert modules_for_tests(solution, steps, "z = 1\n", ["frac"]) == []
     assert modules_for_tests("import math, os.path\nimport json as j\n", split_tests("assert f(math.pi, os.sep, j)"),
                              "", ["f"]) == ["math", "os.path"]
+
+
+def test_a_star_import_of_the_prelude_keeps_its_names(box):
+    # The parent cannot know what `from os.path import *` binds (it imports nothing of the tests'); the tests
+    # process binds an inferred entry point only where the prelude left the name unbound.
+    prelude = "from os.path import *\n"
+    tests = "assert join('a', frac(1.5)) == 'a/0.5'\n"
+    honest = "def frac(x):\n    return str(x - int(x))\n"
+    cheat = "def join(*a):\n    return 'a/0.5'\ndef frac(x):\n    return 'wrong'\n"
+    assert box.judge(honest, tests, prelude=prelude).passed
+    assert box.judge(cheat, tests, prelude=prelude).verdict == "failed"
 
 
 def test_a_reference_solution_names_the_tasks_entry_points(box):
