@@ -98,6 +98,9 @@ def _dec(n, depth, budget):
         s = rest[0]
         if not (s.isascii() and s.lstrip("-").isdigit() and s.count("-") <= 1):
             raise WireError("malformed int")
+        budget[0] -= len(s) // 16   # reading decimal digits costs more than linear: a long int weighs more
+        if budget[0] < 0:
+            raise budget[2]("value too large or too deeply nested")
         return int(s)
     if tag == "f" and len(rest) == 1 and type(rest[0]) is str:
         return _float(rest[0])

@@ -97,6 +97,10 @@ def test_the_decoder_refuses_past_its_budget_before_hashing():
         decode(same, max_hashed=15)
     with pytest.raises(wire.TooLarge):
         decode(encode(list(range(100))), max_nodes=50)
+    # Reading a long int's digits costs more than linear: 200 ints of 3001 digits weigh more than 20,000 nodes.
+    assert len(decode(encode([10**3000] * 10), max_nodes=20_000)) == 10
+    with pytest.raises(wire.TooLarge):
+        decode(encode([10**3000] * 200), max_nodes=20_000)
     keys = [["i", str(7 + i * P)] for i in range(60_000)]
     start = time.process_time()
     with pytest.raises(wire.TooLarge):
