@@ -38,7 +38,7 @@ from .license_file import (FileReading, file_expression, name_expression, readme
                            with_restrictions, STATEMENT_CHARS)
 from .license_index import LicenseIndex, load_index
 from .license_match import NOISE, phrase_matches, spdx_tags
-from .license_meta import Declared, classifier_expression, read_metadata
+from .license_meta import Declared, classifier_expression, cpan_expression, read_metadata
 from .license_roles import README, artifact_kind, is_license_file, license_role, readme_license_section
 from .license_scope import artifact_license_kind, split_scopes
 from .license_text import words
@@ -162,6 +162,8 @@ def _metadata_evidence(declared: list[Declared], index: LicenseIndex) -> list[Ev
     for d in declared:
         if d.kind == "classifier":
             vals = [classifier_expression(c) or name_expression(c.split("::")[-1], index) for c in d.values]
+        elif d.kind == "cpan":
+            vals = [cpan_expression(v) or UNKNOWN for v in d.values]
         else:
             vals = [name_expression(v, index) for v in d.values]
         vals = [v for v in vals if v != UNKNOWN]
