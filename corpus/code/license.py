@@ -40,7 +40,7 @@ from .license_index import LicenseIndex, load_index
 from .license_match import NOISE, phrase_matches, spdx_tags
 from .license_meta import Declared, classifier_expression, cpan_expression, read_metadata
 from .license_roles import README, artifact_kind, is_license_file, license_role, readme_license_section
-from .license_scope import artifact_license_kind, split_scopes
+from .license_scope import artifact_license_kind, split_scopes, without_artifact_clauses
 from .license_text import words
 
 __all__ = ["PERMISSIVE", "UNKNOWN", "AMBIGUOUS", "Detection", "Evidence", "detect_repository", "is_allowed",
@@ -72,11 +72,19 @@ class Detection:
     how: str = ""  # which evidence decided and how
     scoped: dict[str, str] = field(default_factory=dict)  # artifact kind -> its license (not the code's)
 
+    @property
+    def whole(self) -> str:
+        """The repository's code as a whole: the code's license AND what statements give named folders
+        (an artifact's license, vendored folders' license files are not in it)."""
+        parts = [self.expression] + [e for k, e in self.scoped.items() if k.startswith("path:")]
+        return join(parts, "AND") if len(parts) > 1 and self.expression != UNKNOWN else self.expression
+
     def explain(self) -> str:
         """One line for the `license_evidence` column."""
         parts = [self.how] + [f"{e.path}{'*' if e.decided else ''}={e.expression} ({e.role}, {e.method}"
                               f"{f' {e.score:.2f}' if e.score not in (0.0, 1.0) else ''})" for e in self.evidence]
-        parts += [f"{kind} (not the code)={expr}" for kind, expr in self.scoped.items()]
+        parts += [(f"files under {kind[5:]}" if kind.startswith("path:") else f"{kind} (not the code)") + f"={expr}"
+                  for kind, expr in self.scoped.items()]
         return "; ".join(p for p in parts if p)
 
 
@@ -191,7 +199,8 @@ def _referenced(text: str, readings: dict[str, FileReading], own: str) -> list[s
     for path in readings:
         if path == own:
             continue
-        for name in dict.fromkeys([path, posixpath.basename(path)]):
+        # a file in a folder is named by its path ("docs/FTL.TXT"); "LICENSE" alone means a root file
+        for name in dict.fromkeys([path] + ([posixpath.basename(path)] if "/" not in path else [])):
             flags = re.IGNORECASE if "." in name or "/" in name else 0
             if len(name) >= 4 and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text, flags):
                 out.append(path)
@@ -284,8 +293,9 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
         for kind, expr in other.items():
             scoped.setdefault(kind, []).append(expr)
         if stated:
-            evidence.append(Evidence(path, with_restrictions(stated, section[:STATEMENT_CHARS], None, index),
-                                     "readme", cover, "declared"))
+            terms_text = without_artifact_clauses(section[:STATEMENT_CHARS]) if other else section[:STATEMENT_CHARS]
+            evidence.append(Evidence(path, with_restrictions(stated, terms_text, None, index), "readme", cover,
+                                     "declared"))
     headers: Counter = Counter()
     for path in list(source_paths)[:max_headers]:
         found = header_licenses(read(path), index)
@@ -295,6 +305,12 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
             evidence.append(Evidence(path, expr, "header", 1.0, "header"))
     expression, how, deciding = _decide(evidence, headers, readings, index, scoped)
     artifact = {k: join(v, "AND") for k, v in scoped.items()}
+    unnamed = artifact.pop("path:", None)  # "several directories are under another license": which ones?
+    if unnamed and expression is not None and not _folder_rules(evidence, artifact):
+        expression = join([expression, unnamed], "AND")  # unknown folders: the license may be anywhere
+        how += "; a statement puts unnamed folders under another license"
+    elif unnamed:
+        artifact["path:(the folders named elsewhere)"] = unnamed
     if expression is not None:
         expression, moved = _artifact_licenses_apart(expression)
         for kind, expr in moved.items():
@@ -306,6 +322,12 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
     status = ("unmatched" if expression == UNKNOWN else
               "ambiguous" if AMBIGUOUS in ids(expression) else "matched")
     return Detection(expression, status, evidence, how, artifact)
+
+
+def _folder_rules(evidence: list[Evidence], scoped: dict[str, str]) -> bool:
+    """Does the repository say, by a license file in a folder or a statement naming folders, which folders
+    carry another license?"""
+    return any(e.role == "directory" for e in evidence) or any(k.startswith("path:") for k in scoped)
 
 
 def _statement_targets(readings: dict[str, FileReading], paths: list[str]) -> list[str]:

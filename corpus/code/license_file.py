@@ -133,8 +133,8 @@ def scoped_statement(text: str, index: LicenseIndex, *, short: bool = False
     scoped = {}
     for kind, clause in other.items():
         expr, _ = statement_expression(clause, index, short=short)
-        if expr:
-            scoped[kind] = expr
+        if expr or kind.startswith("path:"):  # a folder under a license the index does not know: unknown
+            scoped[kind] = expr or UNKNOWN
     if not scoped:  # nothing scoped away: read the text as a whole (choice words may sit anywhere)
         stated, cover = statement_expression(text, index, short=short)
         return stated, cover, {}
@@ -302,7 +302,8 @@ def file_expression(text: str, index: LicenseIndex) -> FileReading:
         method += "+exception"
     prose_all = "\n\n".join(rest)
     code_prose, scoped_text = split_scopes(prose_all) if prose_all else ("", {})
-    scoped = {k: e for k, v in scoped_text.items() for e in [statement_expression(v, index)[0]] if e}
+    scoped = {k: e or UNKNOWN for k, v in scoped_text.items() for e in [statement_expression(v, index)[0]]
+              if e or k.startswith("path:")}
     prose = "\n\n".join(p for p in re.split(r"\n\s*\n", code_prose) if _STATES.search(p)) if code_prose else ""
     stated = statement_expression(prose, index)[0] if prose else None
     choice = offers_choice(code_prose) if code_prose else False

@@ -18,6 +18,7 @@ AND-ed in: a notice can make a file stricter, never looser.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from .license_file import statement_expression
 from .license_index import LicenseIndex
 from .license_match import spdx_tags
 from .license_roles import covered_folder
-from .license_scope import path_kind
+from .license_scope import CODE_EXTENSIONS, path_kind, scope_paths
 
 HEAD_CHARS = 4000  # where a file's SPDX tags and license notice are looked for
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|--|;|%|<!--|\"\"\"|'''|\(\*|{-|REM\b|@rem\b|!)", re.IGNORECASE)
@@ -127,10 +128,12 @@ class RepositoryLicenses:
         if ".reuse/dep5" in inputs:
             self.annotations += _dep5(inputs[".reuse/dep5"])
         self.sidecars = {p[: -len(".license")]: t for p, t in inputs.items() if p.endswith(".license")}
-        # folder licenses, deepest first: (folder, expression, the license file)
-        folders = [(covered_folder(e.path), e.expression, e.path) for e in detection.evidence
-                   if e.role in ("directory", "bundled") and "/" in e.path and e.expression != UNKNOWN]
-        self.folders = sorted(folders, key=lambda f: -f[0].count("/"))
+        # folder licenses, deepest first, a license file before a statement about the same folder:
+        # (folder or file, expression, what says so); a folder license we cannot read still governs its folder
+        folders = [(covered_folder(e.path), e.expression, e.path, 0) for e in detection.evidence
+                   if e.role in ("directory", "bundled") and "/" in e.path]
+        folders += [(p, expr, "statement", 1) for scope, expr in detection.scoped.items() for p in scope_paths(scope)]
+        self.folders = [f[:3] for f in sorted(folders, key=lambda f: (-f[0].count("/"), f[3]))]
 
     def for_file(self, path: str, head: str) -> FileLicense:
         """The license of one file, from its path and its first characters."""
@@ -149,20 +152,22 @@ class RepositoryLicenses:
                 return FileLicense(join([own, ann.expression], "AND"), f"{rule}+{rule_name}", f"{source}, {ann.source}")
         if own is not None:
             return FileLicense(own, rule, source)
-        return self._with_notice(self._inherited(path), head)
+        return self._with_notice(self._inherited(path), path, head)
 
     def _inherited(self, path: str) -> FileLicense:
         for folder, expr, source in self.folders:
-            if folder and (path.startswith(folder + "/")):
-                return FileLicense(expr, "folder", source)
+            if folder and (path.startswith(folder + "/") or path == folder):
+                return FileLicense(expr, "folder", source if source != "statement" else f"a statement about {folder}")
         kind = path_kind(path, self.detection.scoped)
         if kind:
             return FileLicense(self.detection.scoped[kind], "artifact", f"{kind} license")
         deciding = [e.path for e in self.detection.evidence if e.decided]
         return FileLicense(self.detection.expression, "repository", ", ".join(deciding[:4]) or "none")
 
-    def _with_notice(self, got: FileLicense, head: str) -> FileLicense:
-        """AND a non-permissive license that the file's leading comment states and `got` does not name."""
+    def _with_notice(self, got: FileLicense, path: str, head: str) -> FileLicense:
+        """AND a non-permissive license that a code file's leading comment states and `got` does not name."""
+        if posixpath.splitext(path.lower())[1] not in CODE_EXTENSIONS | {""}:
+            return got  # a document's first lines are not a license header (`# Title` in Markdown)
         comment = _leading_comment(head)
         if not comment or not _STATES.search(comment):
             return got
