@@ -310,7 +310,7 @@ def detect_repository(paths: Iterable[str], read: Callable[[str], str], *, index
         expression = join([expression, unnamed], "AND")  # unknown folders: the license may be anywhere
         how += "; a statement puts unnamed folders under another license"
     elif unnamed:
-        artifact["path:(the folders named elsewhere)"] = unnamed
+        artifact["folders named elsewhere"] = unnamed
     if expression is not None:
         expression, moved = _artifact_licenses_apart(expression)
         for kind, expr in moved.items():

@@ -107,6 +107,8 @@ def statement_expression(text: str, index: LicenseIndex, *, short: bool = False)
 
 _ID_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z0-9][A-Za-z0-9.+-]*[A-Za-z0-9+](?![\w-])")
 _ID_WORDS = {"Zlib", "Unlicense", "Beerware", "PostgreSQL"}
+# SPDX ids that are everyday words in capitals ("JSON Web Signature", "the NTP client"): not ids in prose
+_NOT_ID_WORDS = {"JSON", "NTP", "ICU", "IPA", "TCL", "SGI", "ADSL", "CUA-OPL-1.0"}
 
 
 def _id_tokens(text: str, index: LicenseIndex) -> list[str]:
@@ -114,6 +116,8 @@ def _id_tokens(text: str, index: LicenseIndex) -> list[str]:
     out = []
     for tok in _ID_TOKEN.findall(text):
         canon = index.spdx_ids.get(tok.lower())
+        if tok in _NOT_ID_WORDS:
+            continue
         if canon and canon.lower() == tok.lower() and (tok.isupper() or any(c.isdigit() or c == "-" for c in tok)
                                                       or tok in _ID_WORDS) and len(tok) >= 3:
             norm = normalize(canon)

@@ -169,9 +169,12 @@ class RepositoryLicenses:
         if posixpath.splitext(path.lower())[1] not in CODE_EXTENSIONS | {""}:
             return got  # a document's first lines are not a license header (`# Title` in Markdown)
         comment = _leading_comment(head)
-        if not comment or not _STATES.search(comment):
+        # only the sentences that state a license ("Distributed under the GNU LGPL 3.0"), not the rest of the
+        # comment ("based on the JSON Web Signature library")
+        sentences = [s for s in re.split(r"(?<=[.;:!?])\s+|\n\s*\n", comment) if _STATES.search(s)]
+        if not sentences:
             return got
-        stated, _ = statement_expression(comment, self.index)
+        stated, _ = statement_expression(" ".join(sentences), self.index)
         if not stated:
             return got
         named = _bases(got.expression)

@@ -6,8 +6,8 @@ repository, one JSON document (`license_inputs`, dictionary-encoded: stored once
   REUSE `LICENSES/`, `REUSE.toml`, `.reuse/dep5` and `*.license` sidecars, license files in folders
   (vendor/x/LICENSE, lib/LICENSE), package metadata, root READMEs, and files a root license file
   names by path (`docs/FTL.TXT`);
-- `heads`: the first characters of up to `max_heads` other files (in path order) whose first lines
-  mention a license, for the repository-level header evidence. Documents and data are skipped.
+- `heads`: the first characters of up to `max_heads` source files (by extension, or a shebang; in path
+  order) whose first lines mention a license, for the repository-level header evidence.
 Nothing here parses a license.
 """
 
@@ -20,14 +20,13 @@ from typing import Callable
 
 from .license_meta import is_metadata_file
 from .license_roles import README, license_role
+from .license_scope import CODE_EXTENSIONS
 
 HEAD_CHARS = 3000
 MAX_INPUT_CHARS = 400_000  # per file: a longer text is cut (a 2 MB NOTICE says nothing more at its end)
 MAX_FOLDER_FILES = 200  # license files inside folders carried per repository
 _HINT = re.compile(r"licen[cs]|copyright|spdx|public\s+domain|\(c\)|©|\bGPL|\bMIT\b|\bBSD\b|apache|\bISC\b|"
                    r"\bzlib\b|\bMPL\b|unlicense|\bCC0\b|creative\s+commons|\bWTFPL\b|artistic|eclipse", re.IGNORECASE)
-_DOCUMENT = {".md", ".markdown", ".rst", ".txt", ".adoc", ".org", ".html", ".htm", ".json", ".csv", ".tsv", ".xml",
-             ".yaml", ".yml", ".toml", ".ini", ".cfg", ".lock", ".svg", ".ipynb", ".tex", ".po", ".pot"}
 _PATH_TOKEN = re.compile(r"[\w.+-]+(?:/[\w.+-]+)+")
 
 
@@ -63,10 +62,11 @@ def collect(paths: list[str], read: Callable[[str], str | None], *, max_heads: i
     for path in paths:
         if len(heads) >= max_heads:
             break
-        if path in files or posixpath.splitext(path.lower())[1] in _DOCUMENT:
-            continue
+        ext = posixpath.splitext(path.lower())[1]
+        if path in files or (ext not in CODE_EXTENSIONS and ext):
+            continue  # source files only: a config or data file naming a license is not a header
         text = read(path)
-        if text is not None and _HINT.search(text[:HEAD_CHARS]):
+        if text is not None and (ext or text.startswith("#!")) and _HINT.search(text[:HEAD_CHARS]):
             heads[path] = text[:HEAD_CHARS]
     return {"files": files, "heads": heads}
 

@@ -66,7 +66,7 @@ def clause_scope(clause: str) -> str:
     if _CODE.search(subject):
         return "code"
     kinds = [k for k, pat in _KIND.items() if pat.search(subject)]
-    return kinds[0] if kinds else "code"
+    return "|".join(kinds) if kinds else "code"  # "the written content and images": docs|media
 
 
 # "... and CC BY-NC 4.0 for the model weights": a license named for an artifact after the fact
@@ -96,7 +96,7 @@ _NOT_A_FOLDER = {"this", "that", "the", "each", "every", "any", "root", "top", "
                  "individual", "separate", "whole", "entire", "above", "below", "specific", "own", "home", "working"}
 _NEGATED = re.compile(r"\b(?:outside|except|other\s+than|not\s+in|excluding|apart\s+from)\b[^.;]{0,40}$", re.IGNORECASE)
 # "see the doc/ directory", "a copy is in docs/": where a text is, not what it covers
-_REFERENCE = re.compile(r"\b(?:see|found|available|included|located|contained|shipped|copy|text|refer)\b[^.;]{0,25}$",
+_REFERENCE = re.compile(r"\b(?:see|available|included|shipped|copy|text|refer)\b[^.;]{0,25}$",
                         re.IGNORECASE)
 _FOLLOWING = re.compile(r"\bthe\s+following\s+(?:\w+\s+){0,2}?(?:files|directories|folders|paths|sub-?directories)\b",
                         re.IGNORECASE)
@@ -138,25 +138,25 @@ def _scoped_clauses(text: str) -> list[tuple[str, str]]:
             continue
         _close(out, listing)
         listing = []
-        paths = _paths_in(clause) if _LICENSES_SOMETHING.search(clause) else []
-        if not paths and _SOME_FOLDERS.search(clause) and _LICENSES_SOMETHING.search(clause):
-            out.append((clause, "path:"))  # "several directories are under a commercial license": unnamed
+        if out and not _VERB.search(clause) and not _NAMES_A_LICENSE.search(clause) and len(clause.split()) <= 12:
+            out.append((clause, out[-1][1]))  # "See the LICENSE file.": with the clause before
             continue
-        if _FOLLOWING.search(clause) and _LICENSES_SOMETHING.search(clause):
+        scope = clause_scope(clause)
+        licensing = _LICENSES_SOMETHING.search(clause)
+        paths = _paths_in(clause) if licensing and scope == "code" else []
+        if scope != "code":
+            out.append((clause, scope))
+        elif _FOLLOWING.search(clause) and licensing:
             listing = [len(out)]
             out.append((clause, "path:" + "|".join(paths) if paths else "code"))
-            continue
-        if paths:
+        elif paths:
             out.append((clause, "path:" + "|".join(paths)))
-            continue
-        follows = out and not _VERB.search(clause) and not _NAMES_A_LICENSE.search(clause) and len(clause.split()) <= 12
-        scope = out[-1][1] if follows else clause_scope(clause)
-        if _FOR_ARTIFACT.search(clause):
-            for piece in _PIECES.split(clause):
-                if piece.strip():
-                    out.append((piece, _for_artifact(piece) or scope))
-            continue
-        out.append((clause, scope))
+        elif _SOME_FOLDERS.search(clause) and licensing:
+            out.append((clause, "path:"))  # "several directories are under a commercial license": unnamed
+        elif _FOR_ARTIFACT.search(clause):
+            out.extend((piece, _for_artifact(piece) or "code") for piece in _PIECES.split(clause) if piece.strip())
+        else:
+            out.append((clause, "code"))
     _close(out, listing)
     return out
 
@@ -223,15 +223,15 @@ _DIRS = {
 
 
 def path_kind(path: str, kinds) -> str | None:
-    """The artifact kind (among `kinds`) a repository file is, by extension, else by folder; None for code."""
+    """The scope among `kinds` (artifact kinds, or `docs|media` for a clause naming both) that a repository
+    file falls under, by extension, else by folder; None for code."""
     ext = posixpath.splitext(path.lower())[1]
-    for kind in kinds:
-        if ext in _EXT.get(kind, ()):
-            return kind
     folders = {p.lower() for p in path.split("/")[:-1]}
-    for kind in kinds:
-        if folders & _DIRS.get(kind, set()) and ext not in CODE_EXTENSIONS:
-            return kind
+    for test in (lambda k: ext in _EXT.get(k, ()), lambda k: bool(folders & _DIRS.get(k, set())) and
+                 ext not in CODE_EXTENSIONS):
+        for scope in kinds:
+            if any(test(k) for k in scope.split("|")):
+                return scope
     return None
 
 

@@ -76,7 +76,7 @@ def test_noncommercial_and_sharealike_names_never_read_as_cc_by():
 
 def test_a_content_license_that_names_what_it_covers_is_not_the_codes():
     det = _check("code-mit-content-nc")
-    assert det.expression == "MIT" and det.scoped == {"path:docs|assets": "CC-BY-NC-4.0"}  # kept for docs/, assets/
+    assert det.expression == "MIT" and det.scoped == {"docs|media": "CC-BY-NC-4.0"}  # kept for the content, images
 
 
 def test_restrictive_terms_anywhere_in_a_license_text():
