@@ -37,7 +37,7 @@ from .license_expr import (AMBIGUOUS, MARKER_PREFIX, PERMISSIVE, UNKNOWN, ids, i
 from .license_file import (FileReading, file_expression, name_expression, readme_statement, statement_expression,
                            with_restrictions, STATEMENT_CHARS)
 from .license_index import LicenseIndex, load_index
-from .license_match import NOISE, phrase_matches, spdx_tags
+from .license_match import phrase_matches, spdx_tags
 from .license_meta import Declared, classifier_expression, cpan_expression, read_metadata
 from .license_roles import README, artifact_kind, is_license_file, license_role, readme_license_section
 from .license_scope import artifact_license_kind, split_scopes, without_artifact_clauses
