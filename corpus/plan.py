@@ -2,171 +2,126 @@
 
     cidermill corpus plan configs/web.yaml --input-bytes 100TB --nodes 64 --cores-per-node 32 --sample x.warc.gz
 
-Measured on the sample (one input file of the pipeline's format; default: the pipeline's first
-input), on one core of this machine: every stage's time and rows kept, each global stage's build
-time and the bytes its build writes (hash partitions, buckets, edges, signatures: the shuffle) and
-its index, and the Parquet bytes of every pass's output. Projected linearly to `--input-bytes`:
+The sample (one input file of the pipeline's format; default: the pipeline's first input) is measured by
+corpus/plan_measure.py: per-row CPU of every stage, of reading and of writing each pass, the global stages'
+builds and shuffle bytes, and the fixed costs (each worker's start and first calls, the driver's start, the
+decontamination index). Projected to `--input-bytes`, one task per `--task-bytes` of input:
 
-- a global stage is timed on the sample tiled to `GLOBAL_ROWS` rows (ids made unique), scaled back
-  per row, so a tiny sample's per-file costs are not taken for per-row costs; what it keeps comes
-  from the sample itself;
-- CPU-hours per stage = sample CPU seconds x (input bytes / sample bytes) / 3600, plus a global
-  stage's fixed part (the decontamination index, timed on its own) once; every local stage is warmed
-  up on a few rows first, so loading a model is not taken for per-row cost;
-- wall time per stage = CPU-hours / (nodes x cores) + for a global stage its shuffle bytes moved
-  through the object store at `--node-gbps` per node (every byte written once and read once);
-- intermediate storage per pass = its output shards + its global stage's state;
-- driver memory = the planning process's own floor + per-task bookkeeping (~`TASK_BYTES` per input
-  file of `--task-bytes`) + a broadcast index (decontamination) held once: the global builds send only counts to the
-  driver (corpus/dedup/keyed.py, corpus/stages/dedup_minhash.py), so nothing grows with the rows.
-The bounding stage is the one with the longest projected wall time. Assumptions are printed with
-the numbers: perfect scaling across cores, linear cost in bytes (true for every local stage and for
-the hash-partitioned builds; LSH edges grow with the duplicate rate, not the size).
+- CPU = per-row CPU x (input bytes / sample bytes) + per pass, for each worker process it starts, the
+  stages' first calls + once per run the driver's start, the forkserver's start (it imports the stage
+  modules for every worker) and each global stage's once-per-run part;
+- wall, per pass = the stages' first calls + ceil(tasks / cores) waves of one task's CPU (tasks of equal
+  size, one per core) + for a global stage its fixed part and its shuffle through the object store at
+  `--node-gbps` per node; plus the driver's and the forkserver's start. Perfect scaling otherwise;
+- intermediate storage per pass = its output shards + its global stage's state (+ the rejects, written
+  beside them); the peak is everything a run keeps in staging until it publishes;
+- driver memory = its resident size with the pipeline loaded, or the peak of a global stage's once-per-run
+  build, whichever is larger, + ~`TASK_BYTES` per task + the unique-id check at publish (it holds every
+  id of the version: bytes per row measured on the sample's ids).
+
+Uncertainty: a bootstrap over the sample's timing batches (pages differ: the cost per page and the share
+kept vary) gives a 90% interval for CPU, wall and storage. It does not cover what a sample cannot show:
+duplicate rates that grow with the corpus, other load on the machines, a cluster's stragglers.
 """
 
 from __future__ import annotations
 
-import tempfile
-import time
-from dataclasses import dataclass, field
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+import json
+import math
+import random
 
 from manifests.config import parse_size
 from manifests.errors import ConfigError
 from manifests.storage import Location
 
-from .readers import InputFile, make_reader
-from .stage import GlobalStage
+from .plan_measure import PassCost, Sample, StageCost, measure
+from .readers import InputFile
 
+__all__ = ["PassCost", "Sample", "StageCost", "project", "render", "bootstrap"]
 TASK_BYTES = 4096  # driver bookkeeping per task: its spec, its result (shard list, stats), a marker path
-@dataclass
-class StageCost:
-    name: str
-    seconds: float  # CPU seconds on the sample, one core (what grows with the data)
-    rows_in: int
-    rows_out: int
-    is_global: bool = False
-    shuffle_bytes: int = 0  # written by the build (and read back once)
-    index_bytes: int = 0  # a broadcast index (decontamination)
-    fixed_seconds: float = 0.0  # once per run whatever the size (building the decontamination index)
 
 
-@dataclass
-class PassCost:
-    stages: list[StageCost] = field(default_factory=list)
-    output_bytes: int = 0  # Parquet bytes of the pass's output on the sample
+def _pass_fixed(pc_: PassCost) -> float:
+    """CPU seconds one worker process spends before its first row in this pass: each stage's first call
+    (it starts forked from the forkserver, with the stage modules already imported)."""
+    return sum(st.warmup_seconds for st in pc_.stages)
 
 
-class _InProcess:
-    """A TaskMap on one core, in this process: the plan measures CPU seconds, not parallelism."""
+def project(sample: Sample, *, input_bytes: float, nodes: int, cores: int, node_gbps: float,
+            task_bytes: float, factors: tuple[float, float] = (1.0, 1.0)) -> dict:
+    """The projection; `factors` scale the per-row CPU and the bytes per row (the bootstrap's draws)."""
+    cpu_f, bytes_f = factors
+    scale = input_bytes / max(sample.sample_bytes, 1)
+    slots = nodes * cores
+    n_tasks = max(1, int(-(-input_bytes // task_bytes)))  # one task per input file
+    workers = min(slots, n_tasks)
+    waves = -(-n_tasks // slots)
+    bandwidth = nodes * node_gbps * 1e9 / 8  # bytes/s into and out of the object store, all nodes
+    rows, out_passes, kept_rows = [], [], 0.0
+    for k, pc_ in enumerate(sample.passes):
+        pass_rows_cpu = pc_.write_seconds * scale * cpu_f
+        fixed = _pass_fixed(pc_)
+        pass_wall = fixed / 3600
+        pass_state = 0.0
+        for st in pc_.stages:
+            cpu_rows = st.seconds * scale * cpu_f
+            pass_rows_cpu += cpu_rows
+            shuffle = st.shuffle_bytes * scale * bytes_f
+            wall_h = (waves * cpu_rows / n_tasks + st.fixed_seconds) / 3600
+            if st.is_global:  # its shuffle through the object store
+                wall_h += 2 * shuffle / bandwidth / 3600
+                pass_state += shuffle + st.index_bytes
+            rows.append({"pass": k, "stage": st.name, "rows_per_core_s": st.rows_in / st.seconds if st.seconds
+                         else float("nan"), "rows": st.rows_in * scale, "kept": st.rows_out / max(st.rows_in, 1),
+                         "cpu_h": (cpu_rows + st.fixed_seconds) / 3600, "wall_h": wall_h, "shuffle_bytes": shuffle,
+                         "index_bytes": st.index_bytes})
+            pass_wall += wall_h
+            kept_rows = st.rows_out * scale
+        out_passes.append({"pass": k, "output_bytes": pc_.output_bytes * scale * bytes_f,
+                           "rejects_bytes": pc_.rejects_bytes * scale * bytes_f, "state_bytes": pass_state,
+                           "write_cpu_h": pc_.write_seconds * scale * cpu_f / 3600,
+                           "fixed_cpu_h": workers * fixed / 3600,
+                           "wall_h": pass_wall + waves * pc_.write_seconds * scale * cpu_f / n_tasks / 3600})
+    bound = max(rows, key=lambda r: r["wall_h"]) if rows else {"stage": "-"}
+    once = (sample.driver_seconds + sample.startup_seconds) / 3600
+    cpu_h = sum(r["cpu_h"] for r in rows) + sum(p["write_cpu_h"] + p["fixed_cpu_h"] for p in out_passes) + once
+    wall_h = sum(p["wall_h"] for p in out_passes) + once
+    # staging holds every pass's output, state and rejects until the version is published
+    storage = sum(p["output_bytes"] + p["state_bytes"] + p["rejects_bytes"] for p in out_passes)
+    driver = max(sample.driver_floor_bytes, sample.driver_build_peak_bytes) + n_tasks * TASK_BYTES \
+        + sample.id_bytes * kept_rows
+    return {"scale": scale, "tasks": n_tasks, "workers": workers, "stages": rows, "passes": out_passes,
+            "bound": bound["stage"], "wall_h": wall_h, "cpu_h": cpu_h, "storage_bytes": storage,
+            "driver_bytes": driver, "output_rows": kept_rows}
 
-    workers = 1
-    partitions = None
 
-    def map(self, fn, items):
-        return [fn(x) for x in items]
-
-    def broadcast(self, value, **_):
-        from .stage import InlineShared
-
-        return InlineShared(value)
-
-
-GLOBAL_ROWS = 20_000
-
-
-def _tiled(table: pa.Table, rows: int, field: str | None) -> pa.Table:
-    """The sample repeated to `rows` rows; ids and the stage's key field made unique per copy (exact
-    and URL dedup then see no copies; for MinHash every copy is still a near-duplicate, so its
-    cost is an upper bound)."""
-    if table.num_rows == 0 or table.num_rows >= rows:
-        return table
-    reps = -(-rows // table.num_rows)
-    out = pa.concat_tables([table] * reps)
-    for name in {"id", field} - {None}:
-        if name in out.schema.names:
-            values = out.column(name).to_pylist()
-            out = out.set_column(out.schema.get_field_index(name), name, pa.array(
-                [None if v is None else f"{v} {i // table.num_rows}" for i, v in enumerate(values)], pa.string()))
+def bootstrap(sample: Sample, draws: int = 400, seed: int = 0) -> list[tuple[float, float]]:
+    """(CPU factor, bytes factor) draws: the sample's timing batches resampled with replacement, each draw's
+    CPU and output bytes per input row over the sample's own."""
+    batches = sample.batches
+    if len(batches) < 2:
+        return [(1.0, 1.0)]
+    rng = random.Random(seed)
+    rows = sum(b[0] for b in batches)
+    cpu0, bytes0 = sum(b[1] for b in batches) / rows, sum(b[2] for b in batches) / rows
+    out = []
+    for _ in range(draws):
+        pick = [batches[rng.randrange(len(batches))] for _ in batches]
+        n = sum(b[0] for b in pick) or 1
+        out.append((sum(b[1] for b in pick) / n / cpu0 if cpu0 else 1.0,
+                    sum(b[2] for b in pick) / n / bytes0 if bytes0 else 1.0))
     return out
 
 
-def _build(stage, table: pa.Table, folder: str):
-    """Build `stage` over `table` split in two shards under `folder`; return its state."""
-    root = Location.parse(folder)
-    root.mkdir()
-    half = max(1, table.num_rows // 2)
-    shards = []
-    for j, part in enumerate((table.slice(0, half), table.slice(half))):
-        loc = root.join(f"shard-{j}.parquet")
-        pq.write_table(part, loc.path)
-        shards.append(loc)
-    return stage.build(shards, workdir=root.join("work"), tasks=_InProcess())
-
-
-def _fixed_seconds(stage: GlobalStage) -> float:
-    """CPU seconds a global build spends once whatever the corpus size (`GlobalStage.build_fixed`, e.g. the
-    decontamination index built from the benchmarks on the driver); the rest of a build is per-row work."""
-    t0 = time.process_time()
-    stage.build_fixed()
-    return time.process_time() - t0
-
-
-def _tree_bytes(loc: Location) -> int:
-    import pyarrow.fs as pafs
-
-    info = loc.fs.get_file_info(loc.path)
-    if info.type != pafs.FileType.Directory:
-        return info.size or 0 if info.type == pafs.FileType.File else 0
-    infos = loc.fs.get_file_info(pafs.FileSelector(loc.path, recursive=True))
-    return sum(i.size or 0 for i in infos if i.type == pafs.FileType.File)
-
-
-def _parquet_bytes(table: pa.Table, path: str) -> int:
-    pq.write_table(table, path, compression="zstd")
-    return Location.parse(path).size()
-
-
-def measure(pipeline, sample: InputFile, *, batch_rows: int = 4096) -> tuple[list[PassCost], int]:
-    """Run the pipeline's stages on the sample in this process; return per-pass costs and the
-    sample's size in bytes."""
-    reader = make_reader(pipeline.input.format if sample is not None else "parquet", pipeline.input.options)
-    list(reader.read(sample, batch_rows=batch_rows, on_record_error=lambda err: None))  # warm-up
-    t0 = time.process_time()  # CPU time: a busy machine does not inflate the rates
-    tables = list(reader.read(sample, batch_rows=batch_rows, on_record_error=lambda err: None))
-    read_s = time.process_time() - t0
-    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
-    passes = [PassCost(stages=[StageCost("read", read_s, table.num_rows, table.num_rows)])]
-    with tempfile.TemporaryDirectory(prefix="cidermill-plan-") as tmp:
-        for k, stage in enumerate(pipeline.stages):
-            rows_in = table.num_rows
-            if isinstance(stage, GlobalStage):
-                passes[-1].output_bytes = _parquet_bytes(table, f"{tmp}/pass-{k}.parquet")
-                result = stage.bind(_build(stage, table, f"{tmp}/real-{k}"))(table)  # what it keeps
-                # the cost on at least GLOBAL_ROWS rows (the sample tiled, ids made unique), so the
-                # per-file costs of a tiny sample are not taken for per-row costs
-                big = _tiled(table, GLOBAL_ROWS, getattr(stage.config, "field", None))
-                fixed = _fixed_seconds(stage)
-                t0 = time.process_time()
-                work = Location.parse(f"{tmp}/work-{k}")
-                stage.bind(_build(stage, big, work.path))(big)
-                seconds = (time.process_time() - t0 - fixed) * table.num_rows / max(big.num_rows, 1)
-                index = _tree_bytes(work.join("decontam", "index.npz"))
-                shuffle = (_tree_bytes(work) - index) * table.num_rows / max(big.num_rows, 1)
-                cost = StageCost(stage.name, max(seconds, 0.0), rows_in, result.table.num_rows, True,
-                                 int(shuffle), index, fixed)
-                passes.append(PassCost(stages=[cost]))
-            else:
-                stage(table.slice(0, min(table.num_rows, 8)))  # warm up: models and tables load on first use
-                t0 = time.process_time()
-                result = stage(table)
-                cost = StageCost(stage.name, time.process_time() - t0, rows_in, result.table.num_rows)
-                passes[-1].stages.append(cost)
-            table = result.table
-        passes[-1].output_bytes = _parquet_bytes(table, f"{tmp}/final.parquet")
-    return passes, sample.location.size()
+def with_interval(sample: Sample, **kw) -> dict:
+    """The projection, with a 90% interval (bootstrap) on CPU, wall and storage."""
+    plan = project(sample, **kw)
+    draws = [project(sample, factors=f, **kw) for f in bootstrap(sample)]
+    for key in ("cpu_h", "wall_h", "storage_bytes", "driver_bytes"):
+        values = sorted(d[key] for d in draws)
+        lo, hi = values[int(0.05 * (len(values) - 1))], values[int(math.ceil(0.95 * (len(values) - 1)))]
+        plan[f"{key}_interval"] = (min(lo, plan[key]), max(hi, plan[key]))
+    return plan
 
 
 def _fmt_bytes(n: float) -> str:
@@ -178,62 +133,48 @@ def _fmt_bytes(n: float) -> str:
 
 
 def _fmt_hours(h: float) -> str:
+    if h < 1 / 60:
+        return f"{h * 3600:.1f} s"
     return f"{h * 60:.1f} min" if h < 1 else f"{h:.1f} h"
 
 
-def project(passes: list[PassCost], sample_bytes: int, *, input_bytes: float, nodes: int, cores: int,
-            node_gbps: float, driver_floor_bytes: int, task_bytes: float) -> dict:
-    scale = input_bytes / max(sample_bytes, 1)
-    n_tasks = max(1, int(-(-input_bytes // task_bytes)))  # one task per input file
-    bandwidth = nodes * node_gbps * 1e9 / 8  # bytes/s into and out of the object store, all nodes
-    rows, out_passes, index_bytes = [], [], 0
-    for k, pc_ in enumerate(passes):
-        pass_state = 0
-        for st in pc_.stages:
-            cpu_h = (st.seconds * scale + st.fixed_seconds) / 3600
-            shuffle = st.shuffle_bytes * scale
-            wall_h = (st.seconds * scale / (nodes * cores) + st.fixed_seconds) / 3600 \
-                + (2 * shuffle / bandwidth / 3600 if st.is_global else 0)
-            index_bytes += st.index_bytes
-            pass_state += shuffle + st.index_bytes
-            rows.append({"pass": k, "stage": st.name, "rows_per_core_s": st.rows_in / st.seconds if st.seconds else
-                         float("nan"), "rows": st.rows_in * scale, "kept": st.rows_out / max(st.rows_in, 1),
-                         "cpu_h": cpu_h, "wall_h": wall_h, "shuffle_bytes": shuffle, "index_bytes": st.index_bytes})
-        out_passes.append({"pass": k, "output_bytes": pc_.output_bytes * scale, "state_bytes": pass_state})
-    bound = max(rows, key=lambda r: r["wall_h"])
-    driver = driver_floor_bytes + n_tasks * TASK_BYTES + 2 * index_bytes
-    return {"scale": scale, "tasks": n_tasks, "stages": rows, "passes": out_passes, "bound": bound["stage"],
-            "wall_h": sum(r["wall_h"] for r in rows), "cpu_h": sum(r["cpu_h"] for r in rows),
-            "driver_bytes": driver}
+def _pm(plan: dict, key: str, fmt) -> str:
+    lo, hi = plan.get(f"{key}_interval", (plan[key], plan[key]))
+    return f"{fmt(plan[key])} (90%: {fmt(lo)} to {fmt(hi)})"
 
 
 def render(plan: dict, *, input_bytes: float, nodes: int, cores: int, node_gbps: float, sample: str,
-           sample_bytes: int) -> str:
+           sample_bytes: int, fixed: dict | None = None) -> str:
     lines = [f"plan for {_fmt_bytes(input_bytes)} of input on {nodes} nodes x {cores} cores "
              f"(sample {sample}, {_fmt_bytes(sample_bytes)}; x{plan['scale']:.3g}; {plan['tasks']:,} tasks)", "",
-             f"{'pass':>4} {'stage':28} {'rows/core/s':>12} {'rows':>10} {'kept':>6} {'CPU-hours':>11} "
+             f"{'pass':>4} {'stage':28} {'rows/core/s':>12} {'rows':>10} {'kept':>6} {'CPU':>11} "
              f"{'wall':>10} {'shuffle':>10}"]
     for r in plan["stages"]:
         lines.append(f"{r['pass']:>4} {r['stage']:28} {r['rows_per_core_s']:>12,.0f} {r['rows']:>10.3g} "
-                     f"{r['kept']:>6.1%} {r['cpu_h']:>11,.1f} {_fmt_hours(r['wall_h']):>10} "
+                     f"{r['kept']:>6.1%} {_fmt_hours(r['cpu_h']):>11} {_fmt_hours(r['wall_h']):>10} "
                      f"{_fmt_bytes(r['shuffle_bytes']) if r['shuffle_bytes'] else '-':>10}")
     lines.append("")
     for p in plan["passes"]:
-        lines.append(f"pass {p['pass']}: intermediate storage {_fmt_bytes(p['output_bytes'] + p['state_bytes'])} "
-                     f"(output shards {_fmt_bytes(p['output_bytes'])}, global-stage state {_fmt_bytes(p['state_bytes'])})")
+        lines.append(f"pass {p['pass']}: output shards {_fmt_bytes(p['output_bytes'])}, global-stage state "
+                     f"{_fmt_bytes(p['state_bytes'])}, rejects {_fmt_bytes(p['rejects_bytes'])}; CPU writing them "
+                     f"{_fmt_hours(p['write_cpu_h'])}, workers' first calls {_fmt_hours(p['fixed_cpu_h'])}")
+    if fixed:
+        lines.append("fixed costs measured: " + ", ".join(f"{k} {v}" for k, v in fixed.items()))
     lines += ["",
-              f"total: {plan['cpu_h']:,.0f} CPU-hours, wall {_fmt_hours(plan['wall_h'])}",
-              f"driver memory: {_fmt_bytes(plan['driver_bytes'])} (flat in rows: global builds send the driver "
-              f"counts only; grows with tasks at ~{TASK_BYTES} B each)",
+              f"total CPU: {_pm(plan, 'cpu_h', lambda h: f'{h:,.1f} CPU-hours' if h >= 10 else _fmt_hours(h))}",
+              f"wall: {_pm(plan, 'wall_h', _fmt_hours)}",
+              f"intermediate storage (staging until publish): {_pm(plan, 'storage_bytes', _fmt_bytes)}",
+              f"driver memory: {_pm(plan, 'driver_bytes', _fmt_bytes)} (the pipeline loaded or a global build's "
+              f"once-per-run peak, ~{TASK_BYTES} B per task, the unique-id check: grows with the output rows)",
               f"bounded by: {plan['bound']}",
-              f"assumes: linear cost in input bytes, perfect scaling over {nodes * cores:,} cores, "
-              f"{node_gbps:g} Gbit/s per node to the object store for shuffles, rates of this machine's cores"]
+              f"assumes: linear cost in input bytes, {nodes * cores:,} cores each running one task at a time, "
+              f"{node_gbps:g} Gbit/s per node to the object store for shuffles, rates of this machine's cores; "
+              "the interval is the sample's page-to-page variation only (not duplicate rates that grow with the "
+              "corpus, other load on the machines, stragglers)"]
     return "\n".join(lines)
 
 
 def cmd_plan(args) -> int:
-    import resource
-
     from .pipeline import load_pipeline
 
     pipeline = load_pipeline(args.pipeline)
@@ -245,18 +186,25 @@ def cmd_plan(args) -> int:
         loc = Location.parse(args.sample)
         if not loc.exists():
             raise ConfigError(f"--sample {args.sample}: no such file")
-        sample = InputFile(loc, loc.name)
+        sample_file = InputFile(loc, loc.name)
     else:
         inputs = pipeline.inputs()
         if not inputs:
             raise ConfigError(f"{args.pipeline}: no input files to sample; pass --sample FILE")
-        sample = inputs[0]
-    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    passes, sample_bytes = measure(pipeline, sample)
-    plan = project(passes, sample_bytes, input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node,
-                   node_gbps=args.node_gbps, driver_floor_bytes=floor, task_bytes=parse_size(args.task_bytes, key="--task-bytes", where="the command line"))
+        sample_file = inputs[0]
+    sample = measure(pipeline, sample_file)
+    kw = dict(input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node, node_gbps=args.node_gbps,
+              task_bytes=parse_size(args.task_bytes, key="--task-bytes", where="the command line"))
+    plan = with_interval(sample, **kw)
+    if args.json:
+        print(json.dumps(plan | {"sample_bytes": sample.sample_bytes}, default=float))
+        return 0
+    fixed = {"driver start": f"{sample.driver_seconds:.1f} s", "forkserver start": f"{sample.startup_seconds:.1f} s",
+             "first calls": f"{sum(st.warmup_seconds for p in sample.passes for st in p.stages):.1f} s",
+             "unique-id check": f"{sample.id_bytes:.0f} B/row"}
     print(render(plan, input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node,
-                 node_gbps=args.node_gbps, sample=sample.location.uri, sample_bytes=sample_bytes))
+                 node_gbps=args.node_gbps, sample=sample_file.location.uri, sample_bytes=sample.sample_bytes,
+                 fixed=fixed))
     return 0
 
 
@@ -269,4 +217,5 @@ def add_subcommand(csub) -> None:
     plan.add_argument("--sample", help="one input file to measure on (default: the pipeline's first input)")
     plan.add_argument("--node-gbps", type=float, default=10.0, help="per-node bandwidth to the object store")
     plan.add_argument("--task-bytes", default="1GB", help="input bytes per task (one input file; a CC WARC is ~1GB)")
+    plan.add_argument("--json", action="store_true", help="print the projection as JSON")
     plan.set_defaults(func=cmd_plan)

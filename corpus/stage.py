@@ -53,6 +53,9 @@ class StageResult:
 class Stage(ABC):
     name: ClassVar[str]
     Config: ClassVar[type] = NoConfig
+    # Heavy modules the stage imports on first use (spaCy, a model library). The local executor imports them,
+    # with the stage's own module, once in its forkserver, so that no worker of any pass imports them again.
+    preload: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Any = None):
         self.config = build_config(self.Config, config, where=f"stage {self.name}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class Executor(ABC):
         p = self.pipeline
         staging = catalog.staging_dir(p.name, run_key)
         staging.mkdir()
+        revision = _in_background(code_revision)  # two git calls: they run while the tasks do
         passes = p.passes()
         parents = [self._input_version_id()] if p.input.version else []
 
@@ -143,7 +145,7 @@ class Executor(ABC):
         shards = [s for r in results for s in r.shards]
         info = PipelineInfo(
             name=p.name, stages=[s.describe() for s in p.stages], config=p.canonical(),
-            code_revision=code_revision(), config_sha256=config_hash(p.canonical()),
+            code_revision=revision(), config_sha256=config_hash(p.canonical()),
         )
         reject_shards += unique_rejects
         rejects_manifest = None
@@ -206,3 +208,25 @@ class Executor(ABC):
 
     def _input_version_id(self) -> str:
         return self.pipeline.catalog().resolve(self.pipeline.input.version).version_id
+
+
+def _in_background(fn):
+    """fn() started in a thread now; the returned callable waits for its result (re-raising its error)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="background")
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result

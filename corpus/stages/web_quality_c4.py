@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..registry import register
 from ..stage import Mapper, with_columns
-from ..web.words import count_sentences
+from ..web.words import SPACY, count_sentences
 
 _CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 _END_PUNCTUATION = (".", "?", "!", '"', "'")
@@ -42,6 +42,7 @@ class C4Quality(Mapper):
     """Removes failing lines from `text`; drops `lorem_ipsum`, `curly_bracket`, `too_few_sentences`."""
 
     name = "c4_quality_v1"
+    preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = C4QualityConfig
 
     def transform(self, table: pa.Table):

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..registry import register
 from ..stage import Filter
 from ..web.punctuation import TERMINAL_PUNCTUATION
-from ..web.words import split_words
+from ..web.words import SPACY, split_words
 
 # Whitespace for str.split() that spaCy may not split at: such pages are always tokenized.
 _ODD_SPACE = re.compile("[\x1c-\x1f\x85]")
@@ -40,6 +40,7 @@ class FineWebQuality(Filter):
     """Drops `empty`, `line_punct_ratio`, `short_line_ratio`, `char_dup_ratio`, `list_ratio`."""
 
     name = "fineweb_quality_v1"
+    preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = FineWebQualityConfig
 
     def reasons(self, table: pa.Table) -> pa.Array:

@@ -22,7 +22,7 @@ from ..registry import register
 from ..stage import Filter
 from ..web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
 from ..web.punctuation import PUNCTUATION_SET
-from ..web.words import split_words
+from ..web.words import SPACY, split_words
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -90,6 +90,7 @@ class GopherQuality(Filter):
     `gopher_enough_stop_words` (datatrove's names)."""
 
     name = "gopher_quality_v1"
+    preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = GopherQualityConfig
 
     def reasons(self, table: pa.Table) -> pa.Array:
@@ -196,6 +197,7 @@ class GopherRepetition(Filter):
     `top_{n}_gram`, `duplicated_{n}_n_grams` (datatrove's names)."""
 
     name = "gopher_repetition_v1"
+    preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = GopherRepetitionConfig
 
     def reasons(self, table: pa.Table) -> pa.Array:

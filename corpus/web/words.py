@@ -20,6 +20,7 @@ from itertools import accumulate
 from typing import Iterable
 
 _NLP = None
+SPACY = ("spacy", "spacy.lang.en")  # what nlp() imports: worth preloading once per run (Stage.preload)
 _MAX_STRINGS = 2_000_000  # a fresh spaCy pipeline after this many interned strings (bounds memory)
 _CHUNKS: dict[str, tuple[str, ...]] = {}
 _MAX_CHUNKS = 1_000_000

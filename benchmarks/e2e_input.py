@@ -1,0 +1,230 @@
+"""The end-to-end benchmark's input: Common-Crawl-style WARC files built from real pages.
+
+Every page comes from ../shared/data (or the repository's bundled WARC samples), with its URL:
+- the web-extraction development sets (Readability, trafilatura's evaluation pages, WCXB, Postlight,
+  the forum, Chinese and multilingual news sets): the URL from the set's metadata, else the page's own
+  `<link rel=canonical>` / `og:url`, else one made from the set's domain field or, last, from the set
+  name and page id (`https://<set>.invalid/<id>`; counted as `synthesized_urls`);
+- the real WARC excerpts (Common Crawl, ClueWeb, wget crawls): their response records byte for byte
+  (HTTP status and headers as crawled, non-HTML responses included, as in a real crawl).
+
+Duplicates, in a realistic share of the pool (default 10% exact + 5% near): an exact duplicate is the
+same bytes under another URL (a tracking parameter, http/https, a trailing slash); a near duplicate is
+a re-crawl of a page with one paragraph removed and an "Updated" line added. Pages are shuffled with a
+fixed seed and written round-robin into `files` gzip-per-record WARC files (as Common Crawl does). A
+request for more records than the pool holds repeats the pool (new record ids, same URLs: a re-crawl),
+and the summary says how many records are such repeats.
+
+The GPL-licensed daniel_multilingual pages go into these temporary files only (evaluation use), never
+into the repository.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CIDERMILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+EXTRACTION = SHARED / "web_extraction"
+GOLD_SETS = ["wcxb_dev", "daniel_multilingual", "postlight_parser_fixtures", "harvest_web_forum_52",
+             "chinese_wce", "smartreader_extra"]
+_CANONICAL = re.compile(rb"""<link[^>]+rel=["']?canonical["']?[^>]*href=["']([^"'>\s]+)|"""
+                        rb"""<meta[^>]+property=["']og:url["'][^>]*content=["']([^"'>\s]+)""", re.I)
+_PARAGRAPH = re.compile(rb"<p[\s>].{40,2000}?</p>", re.I | re.S)
+
+
+@dataclass
+class Page:
+    block: bytes  # the HTTP response: status line, headers, body
+    url: str
+    origin: str  # where it came from: set name, or the WARC file
+    kind: str = "original"  # original | exact_duplicate | near_duplicate | repeat
+    html: bool = True
+    group: int = -1  # the original's index: an original and its copies share it
+
+
+def _http(body: bytes, charset: str | None) -> bytes:
+    ctype = "text/html" + (f"; charset={charset}" if charset else "")
+    return (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _page_url(body: bytes, known: str | None, fallback: str) -> tuple[str, bool]:
+    if known:
+        return known, False
+    m = _CANONICAL.search(body[:200_000])
+    if m:
+        url = (m.group(1) or m.group(2)).decode("latin-1")
+        if url.startswith("http"):
+            return url, False
+    return fallback, True
+
+
+def _utf8(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def gold_set_pages(stats: dict) -> list[Page]:
+    """Pages of the extraction sets that ship gold.jsonl.gz, Readability's and trafilatura's."""
+    pages = []
+    for name in GOLD_SETS:
+        folder = EXTRACTION / name
+        if not (folder / "gold.jsonl.gz").is_file():
+            continue
+        with gzip.open(folder / "gold.jsonl.gz", "rt", encoding="utf-8") as f:
+            for row in map(json.loads, f):
+                body = gzip.decompress((folder / row["file"]).read_bytes())
+                domain = row.get("domain")
+                fallback = f"http://{domain}/{row['id']}" if domain else f"https://{name.replace('_', '-')}.invalid/{row['id']}"
+                url, made = _page_url(body, row.get("url"), fallback)
+                stats["synthesized_urls"] += made and not domain
+                stats["urls_from_domain"] += made and bool(domain)
+                charset = "utf-8" if row.get("encoding") == "utf-8" and _utf8(body) else None
+                pages.append(Page(_http(body, charset), url, name))
+    readability = EXTRACTION / "mozilla_readability" / "test-pages"
+    for d in sorted(readability.iterdir()) if readability.is_dir() else []:
+        if (d / "source.html").is_file():
+            body = (d / "source.html").read_bytes()
+            url, made = _page_url(body, None, f"https://mozilla-readability.invalid/{d.name}")
+            stats["synthesized_urls"] += made
+            pages.append(Page(_http(body, "utf-8" if _utf8(body) else None), url, "mozilla_readability"))
+    traf = EXTRACTION / "trafilatura_eval"
+    if (traf / "evaldata.json").is_file():
+        for url, item in json.loads((traf / "evaldata.json").read_text()).items():
+            path = traf / "files" / item["file"]
+            if path.is_file():
+                body = path.read_bytes()
+                if path.suffix == ".gz":
+                    body = gzip.decompress(body)
+                pages.append(Page(_http(body, None), url, "trafilatura_eval"))
+    return pages
+
+
+def warc_pages() -> list[Page]:
+    """Every response record of the real WARC excerpts, as crawled."""
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    files = sorted((REPO / "data" / "samples").glob("*_warc/*.warc.gz"))
+    files += [SHARED / "warc" / "resiliparse" / "clueweb-quirk.warc.gz",
+              SHARED / "warc" / "whirlwind_cc2024_22" / "whirlwind.warc.gz"]
+    pages, seen = [], set()
+    for path in files:
+        if not path.is_file():
+            continue
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=False):
+                block = rec.reader.read()
+                digest = hashlib.sha1(block).digest()
+                if digest in seen:  # the bundled cc_warc sample is the resiliparse excerpt: once only
+                    continue
+                seen.add(digest)
+                head = block[:4096].split(b"\r\n\r\n", 1)[0].lower()
+                html = b"html" in head.split(b"content-type:", 1)[-1][:200] if b"content-type:" in head else True
+                pages.append(Page(block, (rec.headers.get("WARC-Target-URI") or "").strip("<>"),
+                                  f"warc:{path.parent.name}/{path.name}", html=html))
+    return pages
+
+
+def _url_variant(url: str, rng: random.Random) -> str:
+    choice = rng.randrange(3)
+    if choice == 0:
+        return url + ("&" if "?" in url else "?") + f"utm_source=feed{rng.randrange(100)}"
+    if choice == 1 and url.startswith("http://"):
+        return "https://" + url[7:]
+    if choice == 1 and url.startswith("https://"):
+        return "http://" + url[8:]
+    return url.rstrip("/") if url.endswith("/") else url + "/"
+
+
+def _near_duplicate(page: Page, rng: random.Random) -> Page | None:
+    """A re-crawl: one paragraph gone, an "Updated" line added after another; None if the page has
+    fewer than five paragraphs (too little text for a near copy to stay near)."""
+    head, sep, body = page.block.partition(b"\r\n\r\n")
+    paragraphs = list(_PARAGRAPH.finditer(body))
+    if len(paragraphs) < 5:
+        return None
+    drop = rng.randrange(1, len(paragraphs))
+    stamp = f"<p>Updated {rng.randrange(1, 28)} March 2024, {rng.randrange(0, 24):02d}:{rng.randrange(60):02d}.</p>"
+    anchor = paragraphs[0].end()
+    d0, d1 = paragraphs[drop].span()
+    new = body[:anchor] + stamp.encode() + body[anchor:d0] + body[d1:]
+    head = re.sub(rb"Content-Length: \d+", b"Content-Length: %d" % len(new), head)
+    return Page(head + sep + new, _url_variant(page.url, rng), page.origin, "near_duplicate", group=page.group)
+
+
+def build_pool(*, exact_share: float, near_share: float, seed: int) -> tuple[list[Page], dict]:
+    stats = {"synthesized_urls": 0, "urls_from_domain": 0}
+    originals = gold_set_pages(stats) + warc_pages()
+    for i, p in enumerate(originals):
+        p.group = i
+    rng = random.Random(seed)
+    # shares of the final pool: originals / (1 - exact - near) records in all
+    total = int(len(originals) / (1 - exact_share - near_share))
+    n_exact, n_near = round(total * exact_share), round(total * near_share)
+    html = [p for p in originals if p.html]
+    exact = [Page(p.block, _url_variant(p.url, rng), p.origin, "exact_duplicate", group=p.group)
+             for p in rng.sample(html, n_exact)]
+    near: list[Page] = []
+    for p in rng.sample(html, len(html)):
+        if len(near) == n_near:
+            break
+        if (copy := _near_duplicate(p, rng)) is not None:
+            near.append(copy)
+    pool = originals + exact + near
+    rng.shuffle(pool)
+    stats.update(originals=len(originals), exact_duplicates=len(exact), near_duplicates=len(near),
+                 html_originals=len(html))
+    return pool, stats
+
+
+def _record(page: Page, record_id: str, date: str) -> bytes:
+    block = page.block
+    headers = [("WARC-Type", "response"), ("WARC-Date", date), ("WARC-Record-ID", f"<urn:uuid:{record_id}>"),
+               ("Content-Length", str(len(block))), ("Content-Type", "application/http; msgtype=response"),
+               ("WARC-Target-URI", page.url),
+               ("WARC-Payload-Digest", "sha1:" + hashlib.sha1(block.partition(b"\r\n\r\n")[2]).hexdigest())]
+    if page.html:  # as Common Crawl's WARCs say it (datatrove's reader reads this header)
+        headers.append(("WARC-Identified-Payload-Type", "text/html"))
+    head = "WARC/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    return gzip.compress(head.encode() + block + b"\r\n\r\n", compresslevel=6)
+
+
+def write_warcs(folder: Path, *, docs: int, files: int, exact_share: float = 0.10, near_share: float = 0.05,
+                seed: int = 0) -> dict:
+    """Write `docs` response records into `files` WARC files under `folder`, and `records.jsonl` beside them
+    (id, url, kind, duplicate group, origin of every record); return a summary."""
+    pool, stats = build_pool(exact_share=exact_share, near_share=near_share, seed=seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed + 1)
+    handles = [open(folder / f"crawl-{i:05d}.warc.gz", "wb") for i in range(files)]
+    sidecar = open(folder.parent / f"{folder.name}-records.jsonl", "w")
+    kinds: dict[str, int] = {}
+    html = 0
+    try:
+        for k in range(docs):
+            page = pool[k % len(pool)]
+            kind = page.kind if k < len(pool) else "repeat"
+            kinds[kind] = kinds.get(kind, 0) + 1
+            html += page.html
+            rid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            date = f"2024-03-{1 + k % 28:02d}T{k % 24:02d}:{k % 60:02d}:00Z"
+            handles[k % files].write(_record(page, rid, date))
+            sidecar.write(json.dumps({"id": rid, "url": page.url, "kind": kind, "group": page.group,
+                                      "origin": page.origin, "html": page.html}) + "\n")
+    finally:
+        for h in handles + [sidecar]:
+            h.close()
+    paths = sorted(folder.glob("crawl-*.warc.gz"))
+    return {**stats, "records": docs, "html_records": html, "by_kind": kinds, "pool": len(pool),
+            "files": [str(p) for p in paths], "bytes": sum(p.stat().st_size for p in paths)}
