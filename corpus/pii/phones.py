@@ -156,8 +156,9 @@ def iter_windows(pattern: re.Pattern, text: str, windows):
         yield from pattern.finditer(text, start, end)
 
 
-def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
-    """(start, end, has_cue) of the phone numbers in text."""
+def phone_spans(text: str, windows=None) -> list[tuple[int, int, str]]:
+    """(start, end, rule) of the phone numbers in text; rule = the evidence that made it one:
+    "international", "national_structure", "cue_beside", "cue_after" or "cue_word"."""
     out = []
     for m in iter_windows(PHONE, text, digit_windows(text) if windows is None else windows):
         num = m.group("num")
@@ -221,5 +222,7 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
                                                and num.count(".") != 1)):
                 continue
         if ok or cue:
-            out.append((start, end, cue))
+            rule = ("international" if international else "national_structure") if ok else \
+                "cue_beside" if beside else "cue_after" if after else "cue_word"
+            out.append((start, end, rule))
     return out

