@@ -97,6 +97,8 @@ def placeholder_reason(value: str) -> str | None:
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value
+    if v.endswith(":") or re.fullmatch(r"[A-ZÀ-Þ][a-zß-ÿ]+", v):
+        return "label"  # "Password:", "Passwort", "Contraseña": a form's label, not its value
     if "EXAMPLE" in v:
         return "placeholder"  # AWS's documented example keys
     if len(v) >= 4 and (v.lower() in "0123456789012345678" or v.lower() in "abcdefghijklmnopqrstuvwxyz"):
@@ -154,6 +156,10 @@ def find_model_secrets(text: str, ext: str = "", kinds: frozenset[str] | None = 
     weights, threshold = load()
     out = []
     for c, feats in candidate_features(text, ext):
+        if reason := placeholder_reason(text[c.start:c.end]):
+            if skipped is not None:
+                skipped[f"secret_skipped_{reason}"] += 1
+            continue
         p = probability(feats, weights)
         if p < threshold:
             if skipped is not None and name_class(name_words(c.name)) in ("password", "secret", "key"):
