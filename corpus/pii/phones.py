@@ -31,7 +31,7 @@ import re
 
 import phonenumbers
 
-_SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|[\s.\-]?\(\d{1,5}\)[\s.\-]?)"
+_SEP = r"(?:[ .\-/\u00a0]|[ \t]?[-–][ \t]?|[ \t.\-]?\(\d{1,5}\)[ \t.\-]?)"  # never across a line break
 PHONE = re.compile(
     r"(?<![0-9A-Za-z_+/.\-])"
     r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)[\s.\-/]?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
@@ -171,7 +171,7 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, str]]:
             end = start + len(num)
         line_before = text[max(0, start - 40):start]
         line_before = line_before[line_before.rfind("\n") + 1:].lower()
-        beside = bool(_CUE_BESIDE.search(line_before))
+        beside = bool(_CUE_BESIDE.search(line_before.replace('"', "").replace("'", "")))  # "phone": "..."
         after = bool(_CUE_AFTER.match(text[end:end + 16].lower()))
         if after and not beside and not num.startswith(("+", "00", "(")) and len(groups) >= 3 \
                 and len(groups[0]) == 5 and groups[0][0] != "0" and n_digits - 5 >= 7 and num[5] == " ":
@@ -182,8 +182,11 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, str]]:
             num = num[6:]
         if not 5 <= n_digits <= 15:
             continue
-        if start >= 2 and text[start - 1] == ":" and text[start - 2].isdigit():
-            continue  # 11:41 2025 ...
+        if start >= 2 and text[start - 1] in ":," and text[start - 2].isdigit():
+            continue  # 11:41 2025 ..., $1,500.00 (49)
+        if len(groups) == 1 and (groups[0] in "01234567890123456789" or groups[0] in "98765432109876543210"):
+            continue  # 0123456789: a run of digits, not a number
+        quoted = start >= 1 and text[start - 1] in "\"'" and text[end:end + 1] in "\"'"
         if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):
             continue
         if all(_is_year(g) for g in groups) or (len(groups) == 2 and "–" in num) or _TIME_RANGE.match(num):
@@ -217,6 +220,8 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, str]]:
                 ok = _possible_international(num)
         else:
             ok = n_digits <= 13 and _national_structure(num, groups, n_digits)
+        if quoted and len(groups) == 1 and not international and not beside:
+            continue  # "rValueUID":"12097489011": an id in data or code, unless its key names a phone
         if n_digits < 7:  # short numbers (small countries, short codes) only right after a phone word
             if not ((international and ok) or (_SHORT_CUE.search(text[max(0, start - 12):start].lower())
                                                and num.count(".") != 1)):

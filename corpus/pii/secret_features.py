@@ -42,7 +42,7 @@ NOT_VALUE_WORDS = frozenset("url uri path file dir host port endpoint type kind 
                             "name username usr email mail id uid header param query input".split())
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
-_SPLIT = re.compile(r"[^a-z0-9]+")
+_SPLIT = re.compile(r"[^a-z]+")  # digits split words too: password2 -> password
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _B64URL = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -172,6 +172,7 @@ def features(c: Candidate, text: str, line: str, ext: str, n_in_line: int) -> li
     f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={bool(c.quote)}", f"{cls}&op={op}",
           f"{group}&{cls}"]
     f += [f"{cls}&{s}" for s in shape[3:]]
+    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={bool(c.quote)}&{cl}", f"{group}&{shape[-1]}"]
     lw = set(name_words(line[:300])) & NAME_WORDS
     f += [f"lw={w}" for w in lw if w not in known]
     if _COMMENT.match(line):

@@ -18,6 +18,7 @@ Every span says which rule or model score found it (`SecretSpan.evidence`), with
 
 from __future__ import annotations
 
+import base64
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -64,7 +65,10 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     # the private members of a JSON Web Key (RFC 7518 6.2.2, 6.3.2, 6.4): d, p, q, dp, dq, qi, k, next to "kty"
     ("jwk_private", r"(?<=kty)[\s\S]{0,400}?(?<![\w\-])[\"']?(?:d|p|q|dp|dq|qi|k)[\"']?\s*[:=]\s*[\"']"
                     r"([A-Za-z0-9_\-]{20,})[\"']", 1, "key"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[]",
+    # HTTP Basic credentials (RFC 7617): base64 of "user:password"
+    ("basic_auth", r"\bBasic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
+     "password"),
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
 ]]
 
@@ -106,6 +110,14 @@ def placeholder_reason(value: str) -> str | None:
     return None
 
 
+def _basic_pair(value: str) -> bool:
+    try:
+        pair = base64.b64decode(value, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return ":" in pair and pair.isprintable() and not placeholder_reason(pair.split(":", 1)[1] or "x")
+
+
 def find_rule_secrets(text: str, kinds: frozenset[str] | None = None,
                       skipped: Counter | None = None) -> list[SecretSpan]:
     """Provider key shapes, private-key blocks and URL passwords (placeholders skipped and counted)."""
@@ -119,6 +131,8 @@ def find_rule_secrets(text: str, kinds: frozenset[str] | None = None,
             if kind == "private_key" and len(re.findall(r"[A-Za-z0-9+/=]", value)) < 200:
                 skipped["secret_skipped_placeholder"] += 1
                 continue
+            if kind == "basic_auth" and not _basic_pair(value):
+                continue  # base64 that does not decode to user:password
             if kind != "private_key" and (reason := placeholder_reason(value)):
                 skipped[f"secret_skipped_{reason}"] += 1
                 continue

@@ -9,6 +9,9 @@ Sets (built in _pii_sets.py and _pii_code.py, independently of the detector):
   formats, its card networks, IBANs whose check digits hold, emails, IPv4/6, SSNs), same sentences.
 - lookalikes: dates, date-times, versions, OIDs, prices, order numbers, ISBNs, ...; no PII, so
   every detection is a false positive.
+- real web pages (phones only): the main text of the 930 WCXB development pages (2025-26 services,
+  products, listings, forums, docs); their phone numbers labelled in pii_real_labels.json ("web_phones")
+  after reading every 7+ digit run in context; only phone detections are scored there.
 - real: the 300 C4 documents of data/samples/c4 and, where ../shared/data is present, the Wikipedia
   sample and the 130 Readability pages (main text). Their own PII is labelled in
   pii_real_labels.json (found by ours, presidio, scrubadub and a broad digit/`@` pattern, each
@@ -78,6 +81,16 @@ def real_docs() -> list[tuple[str, str]]:
                 text = re.sub(r"\n\s*\n+", "\n", re.sub(r"[ \t]+", " ", text)).strip()
                 docs.append((f"readability:{p.name}", text))
     return docs
+
+
+def web_pages() -> list[tuple[str, str]]:
+    """Main text of the WCXB development pages (2025-26 crawls: services, products, listings, forums, docs)."""
+    path = SHARED / "web_extraction" / "wcxb_dev" / "gold.jsonl.gz"
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return [(f"wcxb:{r['id']}", r["gold_text"]) for r in rows if r.get("gold_text")]
 
 
 def label_spans(docs, labels: dict) -> list[list[tuple[int, int, str]]]:
@@ -223,6 +236,10 @@ def build(args):
         "lookalikes": (lookalikes, [[] for _ in lookalikes]),
         "real": ([t for _, t in real], label_spans(real, labels["text"])),
     }
+    web = web_pages()
+    if web:  # real labelled phones (and every other digit run a phone rule could take), phones only
+        sets["real web pages (phones only)"] = ([t for _, t in web], label_spans(web, {
+            k: [["phone", v] for v in vals] for k, vals in labels["web_phones"].items()}), ("phone",))
     rng = random.Random(args.seed)
     code_texts, code_truths, families = [], [], []
     carriers = _pii_code.carriers(SHARED, REPO / "data" / "samples" / "code" / "repos")
@@ -270,9 +287,9 @@ def run(args) -> EvalReport:
     per_set, combined, code_rows, timing = [], [], [], []
     for tool, (text_fn, code_fn) in tools.items():
         total: dict = {}
-        for set_name, (texts, truths) in sets.items():
+        for set_name, (texts, truths, *only) in sets.items():
             start = time.perf_counter()
-            stats = score(truths, text_fn(texts), TEXT_CATEGORIES)
+            stats = score(truths, text_fn(texts), only[0] if only else TEXT_CATEGORIES)
             timing.append({"tool": tool, "set": set_name, "docs": len(texts), "seconds": time.perf_counter() - start})
             per_set += _rows(set_name, tool, stats)
             _add(total, stats)
