@@ -34,11 +34,15 @@ _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{20,}")
 
 _NAME = r"[A-Za-z_$@][\w.\-$@\[\]]{0,80}"
 _QUOTED = re.compile(r"""(?P<q>["'`])(?P<val>(?:\\.|(?!(?P=q))[^\\\n]){1,600})(?P=q)""")
-# name [quote] op  -- just before a value
-_BOUND = re.compile(r"(?P<name>" + _NAME + r")(?P<nq>[\"']?)\s*(?P<op>:=|=>|->|==|!=|\|\|=|\?\?=|=|:|,|\()\s*"
-                    r"(?:[rbuf]|new\s+\w+\(|\w+\()?$")
+# each quote kind on its own too: '{"token": "x"}' holds double-quoted values inside a single-quoted string
+_QUOTED_ONE = {q: re.compile(q + r"(?P<val>(?:\\.|[^\\\n" + q + r"]){1,600})" + q) for q in "\"'"}
+# "key": "value" and "key": ["v1", "v2"] found by their shape, so a line that starts inside a string
+# (a wrapped YAML or log line) does not pair its quotes the wrong way round
+_JSON_PAIR = re.compile(r'"(?P<name>[\w.\-]{1,60})"\s*:\s*"(?P<val>[^"\\\n]{1,300})"')
+_JSON_LIST = re.compile(r'"(?P<name>[\w.\-]{1,60})"\s*:\s*\[(?P<vals>\s*"[^"\\\n]{1,300}"(?:\s*,\s*"[^"\\\n]{1,300}"){0,20})\s*\]')
+_ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}": JSON inside a string
 _BARE = re.compile(r"(?P<name>" + _NAME + r")(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
-_FLAG = re.compile(r"(?:^|\s)(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
+_FLAG = re.compile(r"(?:^|\s)(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
@@ -65,8 +69,8 @@ class Candidate:
 
 
 # the binding read backwards from the value's opening quote: [call(] op [quote] name
-_BOUND_REV = re.compile(r"\\?\s*(?:\(\w+(?:\s+wen)?|[rbuf](?=[\s=:,(]))?\s*"
-                        r"(?P<op>=:|>=|>-|===|==!|==|=!|=\|\||=\?\?|=|:|,|\()\s*"
+_BOUND_REV = re.compile(r"\\?@?\s*(?:\(\w+(?:\s+wen)?|[rbuf](?=[\s=:,(]))?\s*"
+                        r"(?P<op>=:|>=|>-|===|==!|==|=!|=\|\||=\?\?|=(?:\s*[\w&<>\[\].|?*]{1,40}\s*:(?!:))?|:|,|\()\s*"
                         r"\]?(?P<nq>[\"']?)\\?(?P<name>[\w.\-$@\[\]]{1,80})")
 _CALLEE_REV = re.compile(r"[^()]{0,80}?\((?P<callee>[\w.\-]{1,60})")
 _CRED_WORD = re.compile(r"pass|pwd|pw\b|secret|token|key|auth|cred|nonce|salt|otp|seed|session|cookie|login|sign|"
@@ -92,6 +96,7 @@ def _binding(line: str, at: int) -> tuple[str, str]:
         return "", "none"
     name = m.group("name")[::-1].lstrip("0123456789.-").rstrip(".[]")
     op = m.group("op")[::-1]
+    op = "=" if op.endswith("=") and ":" in op else op  # name: Type = value
     if op in (",", "("):  # a call's argument: the callee says what it is (GitCredential("alice", "x"))
         callee = _CALLEE_REV.match(line[max(0, at - 160):at][::-1]) if op == "," else None
         callee_name = callee.group("callee")[::-1] if callee else ""
@@ -102,8 +107,10 @@ def _binding(line: str, at: int) -> tuple[str, str]:
 def worth_scoring(value: str, name: str, op: str) -> bool:
     """The cheap gate before features: a value a credential can be (ASCII, no spaces, 3+ characters)
     bound to a credential-like name or flag, or in a credential position or shape."""
-    if len(value) < 3 or not value.isascii() or (" " in value and op != "auth") or "\t" in value:
+    if len(value) < 3 or (" " in value and op != "auth") or "\t" in value:
         return False
+    if not value.isascii() and sum(not c.isascii() for c in value) > 2:
+        return False  # text in another script; one or two non-ASCII characters can be in a password
     if op in ("url", "auth", "xml") or op.startswith("shape:"):
         return True
     if _CRED_WORD.search(name):
@@ -133,23 +140,45 @@ def line_candidates(line: str, offset: int, lineno: int) -> list[Candidate]:
 
     for ws, we in _windows(line):
         part = line[ws:we]
-        for m in _URL.finditer(part):
-            add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
-        for m in _AUTH.finditer(part):
-            add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
-        for m in _XML.finditer(part):
-            add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "xml", "")
+        # each pattern runs only where its literal part is (the cheap `in` tests keep long files fast)
+        if "://" in part:
+            for m in _URL.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
+        if " " in part:
+            for m in _AUTH.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
+        if "</" in part:
+            for m in _XML.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "xml", "")
         for m in _QUOTED.finditer(part):
             name, op = _binding(part, m.start())
             add(ws + m.start("val"), ws + m.end("val"), name, op, m.group("q"))
+        if "'" in part and '"' in part:
+            for q, pattern in _QUOTED_ONE.items():
+                for m in pattern.finditer(part):
+                    name, op = _binding(part, m.start())
+                    add(ws + m.start("val"), ws + m.end("val"), name, op, q)
+        if '":' in part:
+            for m in _JSON_PAIR.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name"), ":", '"')
+            for m in _JSON_LIST.finditer(part):
+                for v in re.finditer(r'"([^"]+)"', m.group("vals")):
+                    add(ws + m.start("vals") + v.start(1), ws + m.start("vals") + v.end(1), m.group("name"), "list", '"')
+        if '\\"' in part:
+            for m in _ESC_QUOTED.finditer(part):
+                name, op = _binding(part, m.start() + 1)
+                add(ws + m.start("val"), ws + m.end("val"), name, op, '"')
         for m in _BARE.finditer(part):
             val = m.group("val").rstrip(".")
             if val:
                 add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
                     m.group("op"), "")
         for m in _FLAG.finditer(part):
-            add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "flag", m.group("q"))
-        for m in _SHAPE.finditer(part):
+            val, start = m.group("val"), ws + m.start("val")
+            if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
+                start += val.index(":") + 1
+            add(start, ws + m.end("val"), m.group("name"), "flag", m.group("q"))
+        for m in (_SHAPE.finditer(part) if _LONG_TOKEN.search(part) else ()):
             kind = m.lastgroup
             name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
             add(ws + m.start(), ws + m.end(), name, f"shape:{kind}" if op == "none" else op, "")

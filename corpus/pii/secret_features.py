@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 from .secret_candidates import Candidate
 
@@ -32,7 +33,7 @@ example sample default value val var env header headers param params query form 
 webhook wx appid appsecret kty d k x y n e p q dp dq qi secure identified
 """.split())
 PASSWORD_WORDS = frozenset("pass password passwd passphrase pwd pw passwort senha contrasena motdepasse "
-                           "wachtwoord haslo pin".split())
+                           "wachtwoord haslo pin identified".split())
 SECRET_WORDS = frozenset("secret secrets token tokens apikey credential credentials cred creds bearer "
                          "nonce salt otp totp hotp seed hmac signing signature cipher private priv appsecret secure".split())
 KEY_WORDS = frozenset("key keys auth authorization oauth access refresh session cookie jwt jwk pem aes rsa".split())
@@ -73,9 +74,21 @@ for _g, _exts in {
         EXT_GROUP[_e] = _g
 
 
-def name_words(name: str) -> list[str]:
+_COMPOUND = re.compile(r"(password|passwd|passphrase|secret|token|apikey|key|pwd|pass|auth|nonce|salt|seed)$")
+
+
+@lru_cache(maxsize=65536)
+def name_words(name: str) -> tuple[str, ...]:
+    """Words of an identifier; a glued compound (ADMINPASSWORD, refreshtoken) also gives its credential word."""
     name = _CAMEL.sub(lambda m: (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4)), name.lstrip("$@-"))
-    return [w for w in _SPLIT.split(name.lower()) if w]
+    out = []
+    for w in _SPLIT.split(name.lower()):
+        if not w:
+            continue
+        out.append(w)
+        if w not in NAME_WORDS and (m := _COMPOUND.search(w)) and len(w) > len(m.group()):
+            out.append(m.group())
+    return tuple(out)
 
 
 def entropy(value: str) -> float:
@@ -103,11 +116,18 @@ def name_class(words: list[str]) -> str:
     return "none" if not words else "unknown"
 
 
+_LOWER, _UPPER, _DIGIT = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), \
+    frozenset("0123456789")
+_ALNUM = _LOWER | _UPPER | _DIGIT
+_SPACE = frozenset(" \t\r\n\f\v")
+
+
 def value_shape(v: str) -> list[str]:
     out = []
     n = len(v)
-    classes = (any(c.islower() for c in v), any(c.isupper() for c in v), any(c.isdigit() for c in v),
-               any(not c.isalnum() for c in v))
+    chars = set(v)
+    classes = (not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER), not chars.isdisjoint(_DIGIT),
+               not chars <= _ALNUM)
     out.append("cls=" + "".join("LUDS"[i] for i, c in enumerate(classes) if c))
     out.append(f"len={_bucket(n, (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 100))}")
     h = entropy(v)
@@ -120,7 +140,7 @@ def value_shape(v: str) -> list[str]:
             out.append("shape=uuid_zero")
     elif _JWT.match(v):
         out.append("shape=jwt")
-    elif n >= 8 and _HEX.match(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+    elif n >= 8 and _HEX.match(v) and classes[2] and (classes[0] or classes[1]):
         out.append("shape=hex")
     elif n >= 12 and _B64.match(v) and sum(classes[:3]) >= 2:
         out.append("shape=b64")
@@ -130,7 +150,7 @@ def value_shape(v: str) -> list[str]:
         out.append("digits")
     if v.isalpha() and v.islower():
         out.append("lower_alpha")
-    if any(c.isspace() for c in v):
+    if not chars.isdisjoint(_SPACE):
         out.append("space")
     if not v.isascii():
         out.append("non_ascii")
@@ -144,7 +164,7 @@ def value_shape(v: str) -> list[str]:
         out.append("path_or_url")
     if "(" in v or ")" in v:
         out.append("paren")
-    if len(set(v.lower())) <= 2:
+    if len(chars) <= 2 or len(set(v.lower())) <= 2:
         out.append("repeated")
     if v.startswith(("-----BEGIN", "MII")):
         out.append("pem")
@@ -153,7 +173,18 @@ def value_shape(v: str) -> list[str]:
     return out
 
 
-def features(c: Candidate, text: str, line: str, ext: str, n_in_line: int) -> list[str]:
+def line_features(line: str) -> tuple[frozenset, list[str]]:
+    """What a line says around its candidates (computed once per line): its credential words, comment, test code."""
+    lw = frozenset(name_words(line[:300])) & NAME_WORDS
+    out = []
+    if _COMMENT.match(line):
+        out.append("comment")
+    if _CODE_WORDS.search(line):
+        out.append("code_word")
+    return lw, out
+
+
+def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int) -> list[str]:
     v = c.value(text)
     words = name_words(c.name)
     cls = name_class(words)
@@ -173,13 +204,17 @@ def features(c: Candidate, text: str, line: str, ext: str, n_in_line: int) -> li
           f"{group}&{cls}"]
     f += [f"{cls}&{s}" for s in shape[3:]]
     f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={bool(c.quote)}&{cl}", f"{group}&{shape[-1]}"]
-    lw = set(name_words(line[:300])) & NAME_WORDS
-    f += [f"lw={w}" for w in lw if w not in known]
-    if _COMMENT.match(line):
-        f.append("comment")
-    if _CODE_WORDS.search(line):
-        f.append("code_word")
+    lw, flags = line_info
+    f += [f"lw={w}" for w in sorted(lw) if w not in known]
+    f += flags
     if words and "".join(words) in v.lower().replace("_", "").replace("-", ""):
         f.append("value_has_name")
     f.append(f"n_in_line={min(n_in_line, 5)}")
+    # a bare value inside a string literal is configuration text held by code ("CONNECT {pass: x}"), not a variable
+    start_in_line = c.start - (text.rfind("\n", 0, c.start) + 1)
+    before = text[c.start - start_in_line:c.start]
+    in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
+    f.append(f"in_string={in_string}&q={bool(c.quote)}")
+    if len(v) >= 3 and text.count(v, 0, c.start) + text.count(v, c.end) > 0:
+        f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
     return f

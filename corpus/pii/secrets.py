@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .secret_candidates import Candidate, candidates
-from .secret_features import features, name_class, name_words
+from .secret_features import features, line_features, name_class, name_words
 from .secret_model import load, probability
 from .text import email_spans, is_test_email
 
@@ -62,15 +62,30 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     # NATS nkey seeds: "S" + the key type (operator, account, user, cluster, server, curve), base32
     ("nkey_seed", r"(?<![A-Z0-9])(S[ONAUCXP][A-Z2-7]{56})(?![A-Z0-9])", 1, "key"),
     ("wechat_app_id", r"(?<![A-Za-z0-9])(wx[0-9a-f]{16})(?![A-Za-z0-9])", 1, "key"),
-    # the private members of a JSON Web Key (RFC 7518 6.2.2, 6.3.2, 6.4): d, p, q, dp, dq, qi, k, next to "kty"
-    ("jwk_private", r"(?<=kty)[\s\S]{0,400}?(?<![\w\-])[\"']?(?:d|p|q|dp|dq|qi|k)[\"']?\s*[:=]\s*[\"']"
-                    r"([A-Za-z0-9_\-]{20,})[\"']", 1, "key"),
+    # the private members of a JSON Web Key (RFC 7518 6.2.2, 6.3.2, 6.4): d, p, q, dp, dq, qi, k (next to "kty")
+    ("jwk_private", r"(?<![\w\-])[\"']?(?:d|p|q|dp|dq|qi|k)[\"']?\s*[:=]\s*[\"']([A-Za-z0-9_\-]{20,})[\"']", 1, "key"),
+    # DER private keys in base64 without PEM armour: RSAPrivateKey / PKCS#8 start with version 0, EC with 1
+    ("der_private_key", r"(?<![A-Za-z0-9+/])((?:MII[A-Za-z0-9+/]{3}IBA[AD]|MHcCAQEE|MIGHAgEA)"
+                        r"[A-Za-z0-9+/]{60,}={0,2})", 1, "private_key"),
     # HTTP Basic credentials (RFC 7617): base64 of "user:password"
     ("basic_auth", r"\bBasic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
      "password"),
     ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
 ]]
+
+# literal parts each provider pattern needs (a cheap `in` test before the regular expression scans the text)
+_GUARDS = {
+    "private_key": ("PRIVATE KEY",), "aws_access_key": ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA",
+                                                         "ANVA", "APKA", "AROA", "ASCA"),
+    "github_token": ("gh", "github_pat_"), "gitlab_token": ("glpat-",), "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",), "stripe_key": ("k_live_", "k_test_"), "google_api_key": ("AIza",),
+    "google_oauth_secret": ("GOCSPX-",), "anthropic_key": ("sk-ant-",), "openai_key": ("sk-",), "huggingface_token": ("hf_",),
+    "npm_token": ("npm_",), "pypi_token": ("pypi-",), "sendgrid_key": ("SG.",), "twilio_key": ("SK",),
+    "mailgun_key": ("key-",), "shopify_token": ("shp",), "telegram_bot_token": (":AA",), "digitalocean_token": ("_v1_",),
+    "databricks_token": ("dapi",), "azure_storage_key": ("AccountKey=",), "jwt": ("eyJ",), "wechat_app_id": ("wx",),
+    "jwk_private": ("kty",), "der_private_key": ("MII", "MHcCAQEE", "MIGHAgEA"), "basic_auth": ("Basic",), "url_credentials": ("://",),
+}
 
 _PLACEHOLDER_WORDS = re.compile(
     r"(?i)changeme|change_me|change-me|changethis|replace|your|example|sample|dummy|placeholder|fake|mock|"
@@ -126,11 +141,16 @@ def find_rule_secrets(text: str, kinds: frozenset[str] | None = None,
     for kind, pattern, group, ph in PROVIDER_PATTERNS:
         if kinds is not None and kind not in kinds:
             continue
+        guard = _GUARDS.get(kind)
+        if guard is not None and not any(g in text for g in guard):
+            continue  # the pattern's literal part is not in the text: skip the scan
         for m in pattern.finditer(text):
             value = m.group(group)
             if kind == "private_key" and len(re.findall(r"[A-Za-z0-9+/=]", value)) < 200:
                 skipped["secret_skipped_placeholder"] += 1
                 continue
+            if kind == "jwk_private" and "kty" not in text[max(0, m.start() - 600):m.end() + 600]:
+                continue  # a JWK member only inside a JSON Web Key
             if kind == "basic_auth" and not _basic_pair(value):
                 continue  # base64 that does not decode to user:password
             if kind != "private_key" and (reason := placeholder_reason(value)):
@@ -144,12 +164,12 @@ def candidate_features(text: str, ext: str = ""):
     """(candidate, features) for every candidate value of the model in text."""
     cands = candidates(text)
     per_line = Counter(c.line for c in cands)
-    line_cache: dict[int, str] = {}
+    line_cache: dict[int, tuple] = {}
     for c in cands:
         if c.line not in line_cache:
             s = text.rfind("\n", 0, c.start) + 1
             e = text.find("\n", c.start)
-            line_cache[c.line] = text[s:len(text) if e < 0 else e]
+            line_cache[c.line] = line_features(text[s:len(text) if e < 0 else e])
         yield c, features(c, text, line_cache[c.line], ext, per_line[c.line])
 
 
