@@ -27,9 +27,9 @@ MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows 
 
 # A line worth reading: credential words (lower-cased text), URL credentials, auth schemes, long tokens.
 _LINE_CUE = re.compile(
-    r"pass|pwd|passwd|secret|token|key|auth|nonce|salt|otp|seed|cred|session|cookie|login|signature|hmac|"
-    r"bearer|basic |private|cipher|crypt|identified by|://[^\s/:@]{0,64}:[^\s/@]{1,128}@|appid|app_id|"
-    r"client_?id|-u |--user|\bpw\b|_pw\b|\bpin\b|api")
+    r"pass|pwd|secret|token|key|auth(?!or)|nonce|salt|otp|seed|cred|session|cookie|login|signature|hmac|"
+    r"bearer|basic |private.?key|cipher|crypt|identified by|://[^\s/:@]{0,64}:[^\s/@]{1,128}@|appid|app_id|"
+    r"client_?id|-u |--user|\bpw\b|_pw\b|\bpin\b|\bapi")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{20,}")
 
 _NAME = r"[A-Za-z_$@][\w.\-$@\[\]]{0,80}"
@@ -104,19 +104,34 @@ def _binding(line: str, at: int) -> tuple[str, str]:
     return (name, op) if name else ("", "none")
 
 
+_HEXISH = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_LOWER, _UPPER, _DIGITS = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), \
+    frozenset("0123456789")
+_LIST_ITEM = re.compile(r'"([^"]+)"')
+
+
+def _classes(value: str) -> tuple[bool, bool, bool]:
+    chars = set(value)
+    return not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER), not chars.isdisjoint(_DIGITS)
+
+
 def worth_scoring(value: str, name: str, op: str) -> bool:
-    """The cheap gate before features: a value a credential can be (ASCII, no spaces, 3+ characters)
-    bound to a credential-like name or flag, or in a credential position or shape."""
+    """The cheap gate before features: a value a credential can be (no spaces, at most two non-ASCII
+    characters, 3+ characters) bound to a credential-like name or flag, or in a credential position or
+    shape; an unnamed long token only when it looks random (most are identifiers and paths)."""
     if len(value) < 3 or (" " in value and op != "auth") or "\t" in value:
         return False
     if not value.isascii() and sum(not c.isascii() for c in value) > 2:
         return False  # text in another script; one or two non-ASCII characters can be in a password
+    if op == "shape:token":
+        lower, upper, digit = _classes(value)
+        return (lower and upper and digit and sum(c.isdigit() for c in value) >= 2) or \
+            (len(value) >= 32 and _HEXISH.fullmatch(value) is not None)
     if op in ("url", "auth", "xml") or op.startswith("shape:"):
         return True
     if _CRED_WORD.search(name):
         return True
-    return len(value) >= 16 and sum((any(c.islower() for c in value), any(c.isupper() for c in value),
-                                     any(c.isdigit() for c in value))) >= 2
+    return len(value) >= 16 and sum(_classes(value)) >= 2
 def _windows(line: str) -> list[tuple[int, int]]:
     if len(line) <= MAX_LINE:
         return [(0, len(line))]
@@ -130,8 +145,9 @@ def _windows(line: str) -> list[tuple[int, int]]:
     return out[:50]
 
 
-def line_candidates(line: str, offset: int, lineno: int) -> list[Candidate]:
-    """Candidates of one line (without its newline) that starts at `offset` in the text."""
+def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
+    """Candidates of one line (without its newline) that starts at `offset` in the text; with
+    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
     out: dict[tuple[int, int], Candidate] = {}
 
     def add(s, e, name, op, quote):
@@ -140,6 +156,11 @@ def line_candidates(line: str, offset: int, lineno: int) -> list[Candidate]:
 
     for ws, we in _windows(line):
         part = line[ws:we]
+        if shapes_only:
+            for m in _SHAPE.finditer(part):
+                name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
+                add(ws + m.start(), ws + m.end(), name, f"shape:{m.lastgroup}" if op == "none" else op, "")
+            continue
         # each pattern runs only where its literal part is (the cheap `in` tests keep long files fast)
         if "://" in part:
             for m in _URL.finditer(part):
@@ -162,7 +183,7 @@ def line_candidates(line: str, offset: int, lineno: int) -> list[Candidate]:
             for m in _JSON_PAIR.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name"), ":", '"')
             for m in _JSON_LIST.finditer(part):
-                for v in re.finditer(r'"([^"]+)"', m.group("vals")):
+                for v in _LIST_ITEM.finditer(m.group("vals")):
                     add(ws + m.start("vals") + v.start(1), ws + m.start("vals") + v.end(1), m.group("name"), "list", '"')
         if '\\"' in part:
             for m in _ESC_QUOTED.finditer(part):
@@ -189,22 +210,21 @@ def candidates(text: str) -> list[Candidate]:
     """Candidates of every line that can hold a credential, in text order."""
     out: list[Candidate] = []
     lower = text.lower()
-    wanted: set[int] = set()
-    for pattern, source in ((_LINE_CUE, lower), (_LONG_TOKEN, text)):
-        for m in pattern.finditer(source):
-            wanted.add(m.start())
-    if not wanted:
-        return out
-    pos, lineno = 0, 1
-    marks = sorted(wanted)
-    i = 0
-    while i < len(marks):
-        start = text.rfind("\n", 0, marks[i]) + 1
-        end = text.find("\n", marks[i])
+    pos, counted, lineno = 0, 0, 1
+    cue = _LINE_CUE.search(lower)
+    token = _LONG_TOKEN.search(text)
+    while cue is not None or token is not None:
+        at = min(m.start() for m in (cue, token) if m is not None)
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
         end = len(text) if end < 0 else end
-        lineno += text.count("\n", pos, start)
-        pos = start
-        out += line_candidates(text[start:end], start, lineno)
-        while i < len(marks) and marks[i] <= end:
-            i += 1
+        lineno += text.count("\n", counted, start)
+        counted = start
+        has_cue = cue is not None and cue.start() < end
+        out += line_candidates(text[start:end], start, lineno, shapes_only=not has_cue)
+        pos = end + 1  # one search per selected line, from the next line on
+        if cue is not None and cue.start() < pos:
+            cue = _LINE_CUE.search(lower, pos)
+        if token is not None and token.start() < pos:
+            token = _LONG_TOKEN.search(text, pos)
     return out

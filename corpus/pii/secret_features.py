@@ -58,6 +58,7 @@ _PLACEHOLDER = re.compile(r"(?i)change.?me|change.?this|replace|your|example|sam
                           r"undefined|true|false|invalid|wrong|bad|incorrect|expired|empty|blank")
 _CODE_WORDS = re.compile(r"\b(?:assert\w*|expect|should|test|it|describe|mock|stub|hash\w*|encrypt\w*|decrypt\w*|"
                          r"compare|verify|validate|sign|bcrypt|md5|sha\d*|example|sample|default|fake|dummy)\b", re.I)
+_FILE_EXT = re.compile(r"\.\w{2,4}$")
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|<!--|--|;|%|rem\b)")
 
 EXT_GROUP = {}
@@ -160,7 +161,7 @@ def value_shape(v: str) -> list[str]:
         out.append("placeholder_word")
     if _IDENT.match(v):
         out.append("identifier")
-    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or re.search(r"\.\w{2,4}$", v):
+    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or _FILE_EXT.search(v):
         out.append("path_or_url")
     if "(" in v or ")" in v:
         out.append("paren")
@@ -215,6 +216,6 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     before = text[c.start - start_in_line:c.start]
     in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
     f.append(f"in_string={in_string}&q={bool(c.quote)}")
-    if len(v) >= 3 and text.count(v, 0, c.start) + text.count(v, c.end) > 0:
+    if len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0):
         f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
     return f

@@ -78,13 +78,14 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
 _GUARDS = {
     "private_key": ("PRIVATE KEY",), "aws_access_key": ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA",
                                                          "ANVA", "APKA", "AROA", "ASCA"),
-    "github_token": ("gh", "github_pat_"), "gitlab_token": ("glpat-",), "slack_token": ("xox",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "gitlab_token": ("glpat-",), "slack_token": ("xox",),
     "slack_webhook": ("hooks.slack.com",), "stripe_key": ("k_live_", "k_test_"), "google_api_key": ("AIza",),
     "google_oauth_secret": ("GOCSPX-",), "anthropic_key": ("sk-ant-",), "openai_key": ("sk-",), "huggingface_token": ("hf_",),
     "npm_token": ("npm_",), "pypi_token": ("pypi-",), "sendgrid_key": ("SG.",), "twilio_key": ("SK",),
-    "mailgun_key": ("key-",), "shopify_token": ("shp",), "telegram_bot_token": (":AA",), "digitalocean_token": ("_v1_",),
+    "mailgun_key": ("key-",), "shopify_token": ("shpat_", "shpss_", "shpca_", "shppa_"), "telegram_bot_token": (":AA",), "digitalocean_token": ("_v1_",),
     "databricks_token": ("dapi",), "azure_storage_key": ("AccountKey=",), "jwt": ("eyJ",), "wechat_app_id": ("wx",),
-    "jwk_private": ("kty",), "der_private_key": ("MII", "MHcCAQEE", "MIGHAgEA"), "basic_auth": ("Basic",), "url_credentials": ("://",),
+    "jwk_private": ("kty",), "nkey_seed": ("SO", "SN", "SA", "SU", "SC", "SX", "SP"),
+    "der_private_key": ("MII", "MHcCAQEE", "MIGHAgEA"), "basic_auth": ("Basic",), "url_credentials": ("://",),
 }
 
 _PLACEHOLDER_WORDS = re.compile(
