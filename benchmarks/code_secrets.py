@@ -8,7 +8,7 @@ in-sample too (the shipped model is fitted on these files); its held-out-reposit
 model's manifest and in `cidermill eval data pii`. The peers run as their own processes through
 evals/data/_pii_code_peers.py (CredSweeper's start-up is measured on an empty folder and subtracted).
 
-    .venv/bin/python benchmarks/code_secrets.py [--files 400] [--peer-python PY]
+    .venv/bin/python benchmarks/code_secrets.py [--files 400] [--repeats 3] [--peer-python PY]
 """
 
 from __future__ import annotations
@@ -69,13 +69,15 @@ def main() -> None:
     from evals.data import _pii_creddata as cd
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", type=int, default=400, help="the first N files in repository order (0 = all)")
+    parser.add_argument("--files", type=int, default=400,
+                        help="N files spread evenly over the set in repository order, so every repository is in (0 = all)")
     parser.add_argument("--peer-python", default=os.environ.get("CIDERMILL_CODE_PEER_PYTHON", sys.executable))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     files, rows = cd.load(SHARED)
     order = sorted(range(len(files)), key=lambda i: (files[i].repo, files[i].id))
-    keep = order[:args.files] if args.files else order
+    step = max(1, len(order) // args.files) if args.files else 1
+    keep = order[::step][:args.files] if args.files else order
     keep_set = set(keep)
     sub = [files[i] for i in keep]
     remap = {i: k for k, i in enumerate(keep)}
