@@ -44,6 +44,8 @@ _ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}
 _BARE = re.compile(r"(?P<name>" + _NAME + r")(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
 _FLAG = re.compile(r"(?:^|\s)(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
+# a line can hold a _FLAG match only if it holds one of these (lower case)
+_FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
 _AUTH = re.compile(r"\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
@@ -194,7 +196,8 @@ def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = Fal
             if val:
                 add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
                     m.group("op"), "")
-        for m in _FLAG.finditer(part):
+        lowered = part.lower()
+        for m in (_FLAG.finditer(part) if any(k in lowered for k in _FLAG_WORDS) else ()):
             val, start = m.group("val"), ws + m.start("val")
             if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
                 start += val.index(":") + 1

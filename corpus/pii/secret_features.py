@@ -185,18 +185,28 @@ def line_features(line: str) -> tuple[frozenset, list[str]]:
     return lw, out
 
 
-def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int) -> list[str]:
-    v = c.value(text)
-    words = name_words(c.name)
+@lru_cache(maxsize=16384)
+def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(name class, name words, the features that depend only on name, binding and file type): cached,
+    since a file binds many values to few names."""
+    words = name_words(name)
     cls = name_class(words)
     known = [w for w in words if w in NAME_WORDS]
-    op = c.op
-    shape = value_shape(v)
-    group = EXT_GROUP.get(ext.lower(), "other")
-    f = ["bias", f"op={op}", f"q={bool(c.quote)}", f"nc={cls}", f"ext={group}"]
+    f = ["bias", f"op={op}", f"q={quoted}", f"nc={cls}", f"ext={group}"]
     f += [f"nw={w}" for w in known]
     if known:
         f.append(f"last={known[-1]}" if words[-1] == known[-1] else "last=other")
+    return cls, words, tuple(f)
+
+
+def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int) -> list[str]:
+    v = c.value(text)
+    op = c.op
+    group = EXT_GROUP.get(ext.lower(), "other")
+    cls, words, base = _name_part(c.name, op, bool(c.quote), group)
+    known = [w for w in words if w in NAME_WORDS]
+    shape = value_shape(v)
+    f = list(base)
     f += shape
     size = next(s for s in shape if s.startswith("len="))
     cl = shape[0]
