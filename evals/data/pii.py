@@ -325,6 +325,9 @@ def run(args) -> EvalReport:
         report.targets[label] = ok
     if not cred:
         notes.append(f"CredData rows skipped: {SHARED / 'creddata_dev'} not found")
+    else:
+        notes.append("CredData files/s: each tool's own run (peers' from their cache when present), on a shared machine; "
+                     "compare speed with benchmarks/code_secrets.py, which times all three on the same files in one run")
     report.notes += notes + [
         "project-written text (unit-test figures): formats, faker, look-alikes, code with planted credentials; "
         "real labelled text: real (C4/Wikipedia/Readability) and CredData",
