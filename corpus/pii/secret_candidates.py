@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows around credential words
+MAX_WINDOWS = 2000  # at most this many windows per line (bounded work on pathological lines)
 
 # A line worth reading: credential words (lower-cased text), URL credentials, auth schemes, long tokens.
 _LINE_CUE = re.compile(
@@ -144,7 +145,7 @@ def _windows(line: str) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
-    return out[:50]
+    return out[:MAX_WINDOWS]
 
 
 def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:

@@ -105,3 +105,16 @@ def test_stage_redacts_keeping_syntax_or_drops_with_reason():
     assert [(settings[d["start"]:d["end"]], d["evidence"]) for d in detail[0]] == [
         ("hunter2secret", "rule:url_credentials")]  # the evidence says where and which rule, not the value itself
     assert "hunter2secret" not in dropped.rejects.column("drop_detail")[0].as_py()
+
+
+def test_a_credential_at_the_end_of_a_long_minified_line_is_found():
+    """Lines over 4,000 characters are read in windows around credential words; thousands of windows
+    (random strings hold 'key', 'otp', 'pin' by chance) must not hide the last one."""
+    import random
+    import string
+
+    rng = random.Random(0)
+    items = ",".join(f'k{i}:"{"".join(rng.choice(string.ascii_letters) for _ in range(12))}"' for i in range(20000))
+    line = "var a={" + items + ',apiKey:"Xk9mQ2vLp7Hq2mZx9cT4"}'
+    spans, _ = find_secrets(line, ext=".js")
+    assert [line[s.start:s.end] for s in spans] == ["Xk9mQ2vLp7Hq2mZx9cT4"]
