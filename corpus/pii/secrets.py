@@ -161,12 +161,16 @@ def find_rule_secrets(text: str, kinds: frozenset[str] | None = None,
     return out
 
 
-def candidate_features(text: str, ext: str = ""):
-    """(candidate, features) for every candidate value of the model in text."""
+def candidate_features(text: str, ext: str = "", skip=None):
+    """(candidate, features) for every candidate value of the model in text; a candidate for which
+    `skip(candidate)` is true comes as (candidate, None), before any feature is computed."""
     cands = candidates(text)
-    per_line = Counter(c.line for c in cands)
+    per_line = Counter(c.line for c in cands)  # counted over all candidates, skipped ones included
     line_cache: dict[int, tuple] = {}
     for c in cands:
+        if skip is not None and skip(c):
+            yield c, None
+            continue
         if c.line not in line_cache:
             s = text.rfind("\n", 0, c.start) + 1
             e = text.find("\n", c.start)
@@ -190,10 +194,18 @@ def find_model_secrets(text: str, ext: str = "", kinds: frozenset[str] | None = 
                        skipped: Counter | None = None) -> list[SecretSpan]:
     weights, threshold = load()
     out = []
-    for c, feats in candidate_features(text, ext):
-        if reason := placeholder_reason(text[c.start:c.end]):
+    reasons: dict[int, str] = {}
+
+    def placeholder(c: Candidate) -> bool:  # placeholders and labels: counted, never scored
+        reason = placeholder_reason(text[c.start:c.end])
+        if reason:
+            reasons[c.start] = reason
+        return reason is not None
+
+    for c, feats in candidate_features(text, ext, skip=placeholder):
+        if feats is None:
             if skipped is not None:
-                skipped[f"secret_skipped_{reason}"] += 1
+                skipped[f"secret_skipped_{reasons[c.start]}"] += 1
             continue
         p = probability(feats, weights)
         if p < threshold:
