@@ -113,6 +113,8 @@ class Mapper(Stage):
     """Rewrites rows one to one; may also drop rows by returning reasons, and count things."""
 
     rejects_show_input: ClassVar[bool] = True  # False: rejects show the rewritten row instead
+    # a column of the rewritten table that holds each row's evidence: copied to the rejects as `drop_detail`
+    detail_column: ClassVar[str | None] = None
 
     @abstractmethod
     def transform(self, table: pa.Table) -> tuple:
@@ -125,6 +127,11 @@ class Mapper(Stage):
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
             result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None)
+            if self.detail_column and result.rejects is not None and "drop_detail" not in result.rejects.schema.names:
+                dropped = pc.invert(pc.is_null(pa.array(reasons, pa.string())
+                                               if not isinstance(reasons, (pa.Array, pa.ChunkedArray)) else reasons))
+                result.rejects = with_columns(result.rejects,
+                                              {"drop_detail": pc.filter(out.column(self.detail_column), dropped)})
         if rest:
             result.stats.counters.update(rest[0])
         return result
