@@ -126,12 +126,8 @@ class Mapper(Stage):
         if reasons is None:
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
-            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None)
-            if self.detail_column and result.rejects is not None and "drop_detail" not in result.rejects.schema.names:
-                dropped = pc.invert(pc.is_null(pa.array(reasons, pa.string())
-                                               if not isinstance(reasons, (pa.Array, pa.ChunkedArray)) else reasons))
-                result.rejects = with_columns(result.rejects,
-                                              {"drop_detail": pc.filter(out.column(self.detail_column), dropped)})
+            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None,
+                                    details=out.column(self.detail_column) if self.detail_column else None)
         if rest:
             result.stats.counters.update(rest[0])
         return result
@@ -251,9 +247,12 @@ def drop_by_reason(
         elif details is not None:
             if len(details) != table.num_rows:
                 raise RuntimeError(f"{stage_name}: returned {len(details)} details for {table.num_rows} rows")
-            details = pa.array(details, pa.string()).filter(dropped_mask)
+            if not isinstance(details, (pa.Array, pa.ChunkedArray)):
+                details = pa.array(details, pa.string())
+            details = pc.filter(details, dropped_mask)
         if details is not None:
-            columns[DROP_DETAIL] = pa.array(details, pa.string())
+            columns[DROP_DETAIL] = pc.cast(details, pa.string()) if isinstance(details, (pa.Array, pa.ChunkedArray)) \
+                else pa.array(details, pa.string())
         rejects = with_columns(rejects, columns)
     stats = StageStats(stage_name, rows_in=table.num_rows, rows_out=kept.num_rows, dropped=dropped)
     return StageResult(kept, stats, rejects)
