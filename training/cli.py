@@ -135,13 +135,20 @@ def _sets(args) -> dict:
     return dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
 
 
+def _overrides(args, *keys: str) -> dict:
+    """`--set KEY=VALUE` pairs, then the dedicated flags (`--steps`, `--out-dir`, ...) given: one mapping,
+    so a key named both ways is not passed twice (that was a TypeError); the flag wins."""
+    out = _sets(args)
+    out.update({k: getattr(args, k) for k in keys if getattr(args, k, None) is not None})
+    return out
+
+
 def _load(args, path=None):
     import dataclasses
 
     from .config import load_config, with_
 
-    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None),
-                      **_sets(args))
+    cfg = load_config(path or args.config, **_overrides(args, "steps", "out_dir"))
     if getattr(args, "root", None):
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
     if getattr(args, "mixture", None):
@@ -218,7 +225,7 @@ def cmd_plan(args) -> int:
         from .post_config import load_config
         from .post_plan import plan_post
 
-        plan = plan_post(load_config(args.config), gpus=args.gpus, gpu_bytes=gpu_bytes,
+        plan = plan_post(load_config(args.config, **_sets(args)), gpus=args.gpus, gpu_bytes=gpu_bytes,
                          micro_batch=args.micro_batch, mfu=args.mfu)
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
         return 0 if plan.fits else 1
@@ -269,8 +276,7 @@ def cmd_post(args) -> int:
 
     from .post_config import load_config
 
-    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from,
-                      adapter_init=getattr(args, "adapter_init", None), **_sets(args))
+    cfg = load_config(args.config, **_overrides(args, "steps", "out_dir", "init_from", "adapter_init"))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

@@ -204,7 +204,8 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
                         "target_ffn": target_ffn, "mask_steps": steps, "parameters": kept,
                         "seconds": round(time.perf_counter() - t0, 2)},
     }
-    path = ckpt.save(Path(out_dir), model=student, manifest=manifest)
+    tokenizer = (plan.blend.tokenizer, plan.blend.tokenizer_file) if plan.blend.tokenizer else None
+    path = ckpt.save(Path(out_dir), model=student, manifest=manifest, tokenizer=tokenizer)
     log(f"[prune] FFN {info.manifest['model_shape']['ffn_hidden_size']} -> {target_ffn}: {kept:,} parameters, "
         f"checkpoint {path}")
     return path

@@ -153,7 +153,7 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     start = evaluate()
     result = run_loop(cfg, model, n_items=len(train), micro_batch_at=lambda idx: batch_of([train[i] for i in idx]),
                       loss_fn=loss_fn, evaluate=evaluate, data=data, resume=resume, stop_after=stop_after,
-                      log=log, extra_manifest={"tokenizer": tokenizer.describe(), "reward_head": "last non-pad token",
+                      log=log, extra_manifest={"reward_head": "last non-pad token",
                                                "level_probs": list(rmc.level_probs), "data_counters": counters})
     result.evals.insert(0, (0, start))
     log(result.evals[-1][1]["report"])

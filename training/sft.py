@@ -140,7 +140,7 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
     result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
                       evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
                       resume=resume, stop_after=stop_after, log=log,
-                      extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
+                      extra_manifest={"template": "cidermill-chat-v1",
                                       "held_out_start": start, "data_counters": data.counters})
     result.evals.insert(0, (0, start))
     if cfg.adapter_init:

@@ -123,6 +123,7 @@ class MegatronLM(_TokenLM):
     def __init__(self, checkpoint: str | Path, *, max_length: int = 4096, token_budget: int = 4096,
                  sdpa: bool = True):
         from training import parallel
+        from training.checkpoint import checkpoint_tokenizer as checkpoint_tokenizer_entry
         from training.checkpoint import open_checkpoint
         from training.trainer import load_model
 
@@ -140,14 +141,15 @@ class MegatronLM(_TokenLM):
         self.model.eval()
         self.device = parallel.device()
         self.max_length, self.token_budget = max_length, token_budget
-        self.tokenizer = checkpoint_tokenizer(self.info)
-        self.eod_id = int(self.info.manifest["data"]["eod_id"])
+        entry = checkpoint_tokenizer_entry(self.info)
+        self.tokenizer = tokenizer_of_entry(entry)
+        self.eod_id = int(entry.get("eod_id") or 0)
 
     def describe(self) -> dict:
         m = self.info.manifest
         return {"backend": self.name, "checkpoint": str(self.info.directory), "run": m.get("run"),
                 "stage": m.get("stage"), "step": m.get("step"), "tokens_seen": m.get("tokens_seen"),
-                "data": m["data"].get("source_id"), "eval_loss": (m.get("eval") or [[None, None]])[-1][1],
+                "data": m["data"].get("source_id"), "eval_loss": _held_out_loss(m),
                 "core_attention": "sdpa" if self.sdpa else "megatron"}
 
     def encode(self, text):
@@ -210,6 +212,12 @@ class MegatronLM(_TokenLM):
                 ids = [x for x in gen[row] if x != self.eod_id]
                 out[i] = cut_at_stop(self.decode(ids), stop)
         return out
+
+
+def _held_out_loss(manifest: dict):
+    """The last held-out loss a checkpoint recorded: a number (pretraining) or a figures dict (post-training)."""
+    last = (manifest.get("eval") or [[None, None]])[-1][1]
+    return last.get("loss") if isinstance(last, dict) else last
 
 
 class HFLM(_TokenLM):
@@ -326,13 +334,16 @@ class VLLMLM(LM):  # pragma: no cover - GPU only
 
 
 def checkpoint_tokenizer(info):
-    """The checkpoint's tokenizer as an object with encode/decode: UTF-8 bytes (byte mixtures) or the
-    project's tokenizer artifact (corpus.mix.tokenizer)."""
-    from training.export_hf import checkpoint_tokenizer as entry
+    """The checkpoint's tokenizer as an object with encode/decode: the one it recorded and carries
+    (training/checkpoint.py), UTF-8 bytes or the tokenizer file copied into the checkpoint."""
+    from training.checkpoint import checkpoint_tokenizer as entry
 
-    tok = entry(info)
+    return tokenizer_of_entry(entry(info))
+
+
+def tokenizer_of_entry(tok: dict):
     if tok.get("kind") == "bytes":
-        return ByteTokenizer(eod_id=int(tok.get("eod_id", 0)))
+        return ByteTokenizer(eod_id=int(tok.get("eod_id") or 0))
     from corpus.mix.tokenizer.artifact import load_tokenizer
 
     return load_tokenizer(tok["model_file"])
