@@ -377,6 +377,14 @@ def checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(p for p in Path(run_dir).glob("step-*") if (p / CHECKPOINT_MANIFEST).exists())
 
 
+def seq_length_of(info: CheckpointInfo) -> int:
+    """The sequence length a checkpoint trained at: the data's (pretraining) or the config's (post-training)."""
+    length = (info.manifest.get("data") or {}).get("seq_length") or (info.manifest.get("config") or {}).get("seq_length")
+    if not length:
+        raise ManifestError(f"{info.directory}: the manifest records no sequence length")
+    return int(length)
+
+
 def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int | None = None,
                parallel_output: bool = True, kernels: str | None = None):
     """Rebuild a model from a checkpoint's manifest (its shape and RoPE base) and load its weights."""

@@ -219,7 +219,11 @@ def cmd_plan(args) -> int:
 
     from .memory import plan_for_config
 
+    from manifests.config import require_number
+
     gpu_bytes = parse_size(args.gpu_mem, key="--gpu-mem", where="the command line")
+    require_number(args.gpus, "--gpus", where="train plan", ge=1, integer=True)
+    require_number(args.mfu, "--mfu", where="train plan", gt=0, le=1)
 
     if "method" in read_yaml(args.config, {}):  # a post-training config (sft | rm | dpo)
         from .post_config import load_config

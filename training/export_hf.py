@@ -85,7 +85,7 @@ def _megatron_state(info: ckpt.CheckpointInfo) -> dict[str, torch.Tensor]:
     from .trainer import load_model
 
     parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
-    model, _ = load_model(info.directory, seq_length=_seq_length(info))
+    model, _ = load_model(info.directory, seq_length=ckpt.seq_length_of(info))
     return {k: v.detach().cpu() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
 
 
@@ -231,7 +231,7 @@ def _write_export(info, out: Path, wid: str, *, max_position_embeddings, tokeniz
     weights = convert_state(_megatron_state(info), _shape(info))
     # tied embeddings: transformers re-ties lm_head to embed_tokens on load, so only one copy is stored
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    max_pos = max_position_embeddings or max(int(_seq_length(info)), 4096)
+    max_pos = max_position_embeddings or max(int(ckpt.seq_length_of(info)), 4096)
     (out / "config.json").write_text(json.dumps(
         qwen3_config(info, eos_token_id=eod_id, max_position_embeddings=max_pos), indent=2))
     (out / "generation_config.json").write_text(json.dumps(
@@ -242,9 +242,3 @@ def _write_export(info, out: Path, wid: str, *, max_position_embeddings, tokeniz
         "data": info.manifest["data"].get("source_id"), "tokenizer": {k: v for k, v in tok.items()
                                                                        if k != "model_file"},
         "architecture": "Qwen3ForCausalLM"}, indent=2))
-
-
-def _seq_length(info) -> int:
-    """Pretraining checkpoints record the data's sequence length; post-training ones their config's."""
-    return int(info.manifest["data"].get("seq_length") or (info.manifest.get("config") or {}).get("seq_length")
-               or 4096)

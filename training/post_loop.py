@@ -164,6 +164,8 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
     from .post_plan import check_post_memory
 
     check_batch(cfg, parallel.data_parallel_rank_and_size()[1])
+    if n_items < 1:
+        raise ConfigError(f"{cfg.name}: no training items after reading and splitting the data; nothing to train on")
     check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
     directory = directory or open_post_run(cfg, data=data, resume=resume)

@@ -169,6 +169,8 @@ def load_reward_model(checkpoint: str):
     raw = dict(info.manifest["config"])
     raw["model"] = {"shape": raw["model"].pop("name"), **raw["model"]}
     raw["init_from"] = None
+    entry = ckpt.checkpoint_tokenizer(info)  # the copy the checkpoint carries, not the path the config named
+    raw["tokenizer"] = "bytes" if entry["kind"] == "bytes" else entry["model_file"]
     cfg = from_dict(raw, where=str(info.directory))
     parallel.setup(cfg.parallel, seed=cfg.seed)
     model = RewardModel(build_gpt(cfg), hidden=cfg.model.hidden_size, grading_heads=cfg.rm.grading_heads,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from manifests.errors import RecordError
+from manifests.errors import ConfigError, RecordError
 
 from . import parallel
 from .chat import load_tokenizer, record_messages, tokenize
@@ -81,8 +81,6 @@ def load_conversations(cfg, tokenizer, *, log=print) -> tuple[list, list, dict]:
 def prepare(cfg, *, log=print) -> SFTData:
     tokenizer = load_tokenizer(cfg.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
-        from manifests.errors import ConfigError
-
         raise ConfigError(f"{cfg.name}: tokenizer vocabulary {tokenizer.vocab_size} > model.vocab_size "
                           f"{cfg.model.vocab_size}")
     train, valid, counters = load_conversations(cfg, tokenizer, log=log)
@@ -90,6 +88,12 @@ def prepare(cfg, *, log=print) -> SFTData:
     valid_packs, _ = pack(valid[: cfg.valid_max], cfg.seq_length, pad_id=tokenizer.pad_id)
     counters.update({f"pack_{k}": v for k, v in c1.items()}, train_packs=len(train_packs),
                     valid_packs=len(valid_packs))
+    for split, packs, items in (("training", train_packs, train), ("held-out", valid_packs, valid)):
+        if not packs:  # every conversation lost its trained tokens to the cut: nothing to train or measure on
+            raise ConfigError(f"{cfg.name}: no {split} conversation keeps a loss token within seq_length "
+                              f"{cfg.seq_length} ({len(items)} conversations, {c1['dropped_no_loss_after_cut']} of the "
+                              "training ones cut before their first trained token); raise seq_length or shorten the "
+                              "prompts (template.max_length)")
     return SFTData(train_packs, valid_packs, counters, data_id(cfg), tokenizer)
 
 

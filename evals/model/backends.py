@@ -51,6 +51,14 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     return text if cut < 0 else text[:cut]
 
 
+def check_generation_room(lm: LM, max_new_tokens: int) -> None:
+    """A generation of `max_new_tokens` needs room for a prompt inside `max_length` (else the prompt was sliced
+    from a negative offset: garbage in, scores out)."""
+    if max_new_tokens >= lm.max_length:
+        raise ConfigError(f"--max-length {lm.max_length} leaves no room for a prompt before {max_new_tokens} new "
+                          f"tokens; give --max-length above {max_new_tokens}")
+
+
 class _TokenLM(LM):
     """Shared by the backends that own a tokenizer and a forward pass: batching and scoring."""
 
@@ -87,6 +95,9 @@ class _TokenLM(LM):
             ctx, cont = self.encode_pair(context, continuation)
             if not cont:
                 raise ValueError(f"loglikelihood request {i}: empty continuation after tokenizing {continuation!r}")
+            if len(cont) > self.max_length:  # the scored span would be cut, and its score taken from elsewhere
+                raise ConfigError(f"loglikelihood request {i}: the continuation is {len(cont)} tokens, more than "
+                                  f"--max-length {self.max_length}; raise --max-length")
             whole = (ctx + cont)[-(self.max_length + 1):]
             rows.setdefault(tuple(whole[:-1]), []).append((i, cont))
         items = sorted(rows.items(), key=lambda it: -len(it[0]))  # longest first: memory trouble shows early
@@ -146,8 +157,11 @@ class MegatronLM(_TokenLM):
         self.eod_id = int(entry.get("eod_id") or 0)
 
     def describe(self) -> dict:
+        from training.checkpoint import weights_id
+
         m = self.info.manifest
-        return {"backend": self.name, "checkpoint": str(self.info.directory), "run": m.get("run"),
+        return {"backend": self.name, "checkpoint": str(self.info.directory), "weights_id": weights_id(self.info),
+                "run": m.get("run"),
                 "stage": m.get("stage"), "step": m.get("step"), "tokens_seen": m.get("tokens_seen"),
                 "data": m["data"].get("source_id"), "eval_loss": _held_out_loss(m),
                 "core_attention": "sdpa" if self.sdpa else "megatron"}
@@ -170,6 +184,7 @@ class MegatronLM(_TokenLM):
         token by token (forced) until it ends; batches are formed from prompts of similar length."""
         from megatron.core.inference.contexts import StaticInferenceContext
 
+        check_generation_room(self, max_new_tokens)
         encoded = [self.encode(p)[-(self.max_length - max_new_tokens):] for p in prompts]
         order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(prompts)
@@ -251,6 +266,7 @@ class HFLM(_TokenLM):
 
     @torch.no_grad()
     def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
+        check_generation_room(self, max_new_tokens)
         out = []
         torch.manual_seed(seed)
         sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else \
