@@ -144,7 +144,7 @@ def save(directory: str | Path, *, model, optimizer=None, manifest: dict, tokeni
         if entry is not None:
             body["tokenizer"] = entry
         _write_manifest(partial, body)
-        _commit(partial, directory)
+        commit_dir(partial, directory)
     _barrier()
     return directory
 
@@ -159,8 +159,9 @@ def _write_manifest(directory: Path, body: dict) -> None:
     _fsync_dir(directory)
 
 
-def _commit(partial: Path, directory: Path) -> None:
-    """Rename the finished `partial` onto `directory`; an existing checkpoint there is moved aside first."""
+def commit_dir(partial: Path, directory: Path) -> None:
+    """Rename the finished folder `partial` onto `directory`; what is there is moved aside first and deleted
+    after, so a reader sees the old folder or the new one, whole (checkpoints, adapters, exports, results)."""
     old = None
     if directory.exists():
         old = directory.parent / f".{directory.name}.old-{uuid.uuid4().hex[:8]}"

@@ -100,6 +100,15 @@ def add_parser(sub) -> None:
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
 
+    ver = tsub.add_parser("verify", help="check every file of a checkpoint against its manifest (size, sha256)")
+    ver.add_argument("checkpoint", help="checkpoint directory (or a run directory: its newest checkpoint)")
+    ver.set_defaults(func=cmd_verify)
+
+    seal = tsub.add_parser("seal", help="hash the files of a checkpoint written before file hashes (format 1) "
+                                        "as they are now, so it loads; only for checkpoints you trust")
+    seal.add_argument("checkpoint", help="checkpoint directory")
+    seal.set_defaults(func=cmd_seal)
+
     shapes = tsub.add_parser("shapes", help="list named model shapes with parameter counts")
     shapes.set_defaults(func=cmd_shapes)
 
@@ -245,6 +254,25 @@ def cmd_show(args) -> int:
     manifest = dict(open_checkpoint(args.checkpoint).manifest)
     manifest.pop("config", None)
     print(json.dumps(manifest, indent=2))
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .checkpoint import open_checkpoint, verify
+
+    info = open_checkpoint(args.checkpoint)
+    problems = verify(info)
+    for p in problems:
+        print(f"{info.directory}: {p}")
+    if not problems:
+        print(f"{info.directory}: {len(info.manifest['files'])} files intact")
+    return 1 if problems else 0
+
+
+def cmd_seal(args) -> int:
+    from .checkpoint import seal
+
+    print(f"sealed {seal(args.checkpoint)} (format 2: its files are hashed as they are now)")
     return 0
 
 

@@ -32,7 +32,6 @@ Tokenizer: the one the checkpoint recorded and carries (training/checkpoint.py `
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -196,14 +195,7 @@ def export_hf(checkpoint: str | Path, out: str | Path, *, max_position_embedding
     partial.mkdir(parents=True)
     try:
         _write_export(info, partial, wid, max_position_embeddings=max_position_embeddings, tokenizer=tokenizer)
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{wid}"
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(out, old)
-        os.rename(partial, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        ckpt.commit_dir(partial, out)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return out

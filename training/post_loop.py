@@ -168,6 +168,7 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
         raise ConfigError(f"{cfg.name}: no training items after reading and splitting the data; nothing to train on")
     check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
+    owned = directory is None  # opened here, so released here; else the caller releases it
     directory = directory or open_post_run(cfg, data=data, resume=resume)
     try:
         run = loop.start(cfg, model, directory, log=log,
@@ -175,7 +176,8 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
         return _run(cfg, run, n_items=n_items, micro_batch_at=micro_batch_at, loss_fn=loss_fn, evaluate=evaluate,
                     data=data, stop_after=stop_after, log=log, extra=extra_manifest)
     finally:
-        directory.close()
+        if owned:
+            directory.close()
 
 
 def _run(cfg, run, *, n_items, micro_batch_at, loss_fn, evaluate, data, stop_after, log, extra) -> LoopResult:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from manifests.errors import ConfigError, FatalError
+from manifests.errors import CidermillError, ConfigError, FatalError
 from manifests.locks import Lock, LockBusy
 from manifests.manifest import canonical_json
 from manifests.storage import Location
@@ -101,7 +101,7 @@ def open_run(run_dir: str | Path, ident: dict, *, resume: str | Path | None, nam
             run._lock = _lock(run.path, name)
             run.notes = ckpt.recover(run.path)
             _check_folder(run, resume)
-        except (ConfigError, FatalError) as exc:
+        except CidermillError as exc:  # a config, lock or manifest problem: every rank stops with it
             run.close()
             error = exc
     error = _shared(error)

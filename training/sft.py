@@ -19,7 +19,7 @@ from . import parallel
 from .chat import load_tokenizer, record_messages, tokenize
 from .losses import cross_entropies
 from .packing import collate, describe, pack, uses_thd
-from .post_loop import build_gpt, data_id, forward, read_records, run_loop, split_and_weight
+from .post_loop import build_gpt, data_id, forward, open_post_run, read_records, run_loop, split_and_weight
 
 
 def sft_loss(logits: torch.Tensor, labels: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
@@ -141,18 +141,22 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
     def loss_fn(m, batch):
         return sft_loss(forward(m, batch), batch["labels"], batch["loss_mask"]), {}
 
-    result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
-                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
-                      resume=resume, stop_after=stop_after, log=log,
-                      extra_manifest={"template": "cidermill-chat-v1",
-                                      "held_out_start": start, "data_counters": data.counters})
-    result.evals.insert(0, (0, start))
-    if cfg.adapter_init:
-        from .adapters.feature import save_feature_adapter
+    directory = open_post_run(cfg, data=data.data_id, resume=resume)  # held until the task adapter is written
+    try:
+        result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
+                          evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
+                          resume=resume, stop_after=stop_after, log=log, directory=directory,
+                          extra_manifest={"template": "cidermill-chat-v1",
+                                          "held_out_start": start, "data_counters": data.counters})
+        result.evals.insert(0, (0, start))
+        if cfg.adapter_init:
+            from .adapters.feature import save_feature_adapter
 
-        result.adapter = save_feature_adapter(
-            model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
-            extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
-                   "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
-        log(f"[{cfg.name}] task adapter written to {result.adapter}")
+            result.adapter = save_feature_adapter(
+                model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
+                extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
+                       "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
+            log(f"[{cfg.name}] task adapter written to {result.adapter}")
+    finally:
+        directory.close()
     return result

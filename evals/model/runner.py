@@ -101,7 +101,8 @@ def write_results(result: dict, out: str | Path) -> Path:
     result of the same model is replaced whole (no stale samples left); one holding another model's results
     (or other files) is refused, not mixed."""
     import shutil
-    import uuid
+
+    from training.checkpoint import commit_dir
 
     out = Path(out)
     _check_result_target(out, result["model"])
@@ -120,13 +121,7 @@ def write_results(result: dict, out: str | Path) -> Path:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, partial / "manifest.json")
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        os.rename(out, old)
-    os.rename(partial, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    commit_dir(partial, out)
     return out / "manifest.json"
 
 
