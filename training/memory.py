@@ -197,9 +197,10 @@ def check_layout(cfg, *, gpus: int, micro_batch: int | None = None) -> None:
     tp = cfg.parallel.tensor_parallel
     if gpus % tp:
         raise ConfigError(f"--gpus {gpus} is not a multiple of parallel.tensor_parallel {tp} in {cfg.name}")
-    mb = micro_batch or cfg.micro_batch
-    require_number(mb, "--micro-batch", ge=1, integer=True)
-    dp = gpus // tp
+    if micro_batch is not None:  # a what-if on the micro-batch: its memory is the question, not the batch split
+        require_number(micro_batch, "--micro-batch", ge=1, integer=True)
+        return
+    mb, dp = cfg.micro_batch, gpus // tp
     if cfg.global_batch % (mb * dp):
         raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} is not a multiple of micro_batch {mb} x "
                           f"data-parallel size {dp} (= {gpus} GPUs / tensor_parallel {tp}); the trainer would "

@@ -308,11 +308,19 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
 
 
 def write_palettized(out: Path, result: Palettized) -> None:
+    """Weights, then the manifest that names their sha256, each written to a temporary name and renamed: a
+    kill between the two renames leaves a pair whose hashes disagree, which loading refuses (the folder
+    also holds adapters and a data cache, so it is not replaced whole)."""
+    import hashlib
+
     from safetensors.torch import save_file
 
-    save_file({k: v.contiguous() for k, v in result.stored.items()}, str(out / WEIGHTS))
+    tmp_weights = out / (WEIGHTS + ".tmp")
+    save_file({k: v.contiguous() for k, v in result.stored.items()}, str(tmp_weights))
+    manifest = dict(result.manifest, weights_sha256=hashlib.sha256(tmp_weights.read_bytes()).hexdigest())
     tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(result.manifest, indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    os.replace(tmp_weights, out / WEIGHTS)
     os.replace(tmp, out / MANIFEST)
 
 
@@ -333,8 +341,15 @@ def dequantized_state(directory: str | Path) -> dict[str, torch.Tensor]:
     """The megatron state dict a palettized directory stands for (LUT[index], int8 · scale)."""
     from safetensors.torch import load_file
 
+    import hashlib
+
     manifest = read_manifest(directory)
-    stored = load_file(str(Path(directory) / WEIGHTS))
+    weights = Path(directory) / WEIGHTS
+    want = manifest.get("weights_sha256")
+    if want and hashlib.sha256(weights.read_bytes()).hexdigest() != want:
+        raise ManifestError(f"{weights}: sha256 does not match {MANIFEST}; the palettized weights were changed or "
+                            "a palettize run was interrupted: palettize again")
+    stored = load_file(str(weights))
     gs = int(manifest["group_size"])
     state = {}
     for name, meta in manifest["layers"].items():
