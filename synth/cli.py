@@ -96,6 +96,13 @@ def backend_spec(args) -> dict:
 
 def cmd_coding(args) -> int:
     from manifests import Catalog
+    from manifests.config import require_number
+
+    for flag, value in (("--topics", args.topics), ("--questions-per-topic", args.questions_per_topic),
+                        ("--n-tests", args.n_tests), ("--n-solutions", args.n_solutions),
+                        ("--max-tokens", args.max_tokens), ("--workers", args.workers)):
+        require_number(value, flag, where="synth coding", ge=1, integer=True)  # before the model loads
+    require_number(args.min_pass_rate, "--min-pass-rate", where="synth coding", ge=0, le=1)
 
     from .coding.pipeline import coding_stages, run_stages, write_run
     from .coding.topics import topics_table
