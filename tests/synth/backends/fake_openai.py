@@ -16,8 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0, reply=None):
+    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0, reply=None, before_kill=None):
         self.plan = list(plan or [])
+        self.before_kill = before_kill  # "kill": called first (e.g. wait until the client stored its answers)
         self.reply = reply or (lambda body, i: "echo[%d] %s" % (i, [m["content"] for m in body["messages"]
                                                                     if m["role"] == "user"][-1]))
         self.slow_s = slow_s
@@ -39,6 +40,8 @@ class FakeServer:
                 if action == "kill":
                     import _thread
 
+                    if server.before_kill is not None:
+                        server.before_kill()
                     _thread.interrupt_main()  # KeyboardInterrupt in the client, mid-batch
                     action = "slow"
                 if action == "slow":

@@ -74,7 +74,13 @@ def test_a_damaged_cache_is_one_clear_line(tmp_path):
 
 def test_a_kill_mid_batch_keeps_the_answers_already_received(tmp_path):
     cache = str(tmp_path / "llm.sqlite")
-    with FakeServer(plan=["ok", "ok", "kill"], slow_s=0.5) as server:
+
+    def two_answers_in(timeout_s: float = 10.0) -> None:  # the kill comes after the client had both answers
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end and len(ResponseCache(cache)) < 2:
+            time.sleep(0.05)
+
+    with FakeServer(plan=["ok", "ok", "kill"], slow_s=0.5, before_kill=two_answers_in) as server:
         b = load_backend("openai", base_url=server.base_url, model="fake", concurrency=1, cache_path=cache)
         with pytest.raises(KeyboardInterrupt):
             b.generate(reqs(5))
