@@ -61,7 +61,7 @@ def test_a_server_that_never_answers_is_bounded_by_the_deadline():
         took = time.monotonic() - start
         b.close()
     # before: no deadline (and no command-line option): 5 attempts x 120 s held the request for 10 minutes
-    assert r.error is not None and "deadline of 1 s passed" in r.error and took < 2.0
+    assert r.error is not None and "deadline of 1 s passed" in r.error and took < 4.0  # slack for a loaded CPU
 
 
 def test_a_damaged_cache_is_one_clear_line(tmp_path):
