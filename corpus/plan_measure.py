@@ -261,7 +261,7 @@ def _global_pass(stages: list, table: pa.Table, tmp: str, k: int, row_group_rows
     stage.bind(_build(stage, big, work.path))(big)
     per_row = table.num_rows / max(big.num_rows, 1)
     seconds = (time.process_time() - t0 - fixed) * per_row
-    index = _tree_bytes(work.join("decontam", "index.npz"))
+    index = _tree_bytes(work.join("work", "decontam", "index.npz"))  # _build puts the build in work/
     shuffle = (_tree_bytes(work) - index) * per_row
     costs = [StageCost(stage.name, max(seconds, 0.0), table.num_rows, result.table.num_rows, True,
                        int(shuffle), index, max(fixed, fixed_cold))]
