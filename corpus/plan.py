@@ -7,12 +7,14 @@ corpus/plan_measure.py: per-row CPU of every stage, of reading and of writing ea
 builds and shuffle bytes, and the fixed costs (each worker's start and first calls, the driver's start, the
 decontamination index). Projected to `--input-bytes`, one task per `--task-bytes` of input:
 
-- CPU = per-row CPU x (input bytes / sample bytes) + per pass, for each worker process it starts, the
-  stages' first calls + once per run the driver's start, the forkserver's start (it imports the stage
+- CPU = per-row CPU x (input bytes / sample bytes) + per pass, for each worker process it starts (one pool
+  for its tasks and one per task map of its global build), the worker's start (forked: copy on write) and
+  the stages' first calls + once per run the driver's start, the forkserver's start (it imports the stage
   modules for every worker) and each global stage's once-per-run part;
-- wall, per pass = the stages' first calls + ceil(tasks / cores) waves of one task's CPU (tasks of equal
-  size, one per core) + for a global stage its fixed part and its shuffle through the object store at
-  `--node-gbps` per node; plus the driver's and the forkserver's start. Perfect scaling otherwise;
+- wall, per pass = its pools' worker starts and the stages' first calls + ceil(tasks / cores) waves of one
+  task's CPU (tasks of equal size, one per core) + for a global stage its fixed part and its shuffle
+  through the object store at `--node-gbps` per node; plus the driver's and the forkserver's start.
+  Perfect scaling otherwise;
 - intermediate storage per pass = its output shards + its global stage's state (+ the rejects, written
   beside them); the peak is everything a run keeps in staging until it publishes;
 - driver memory = its resident size with the pipeline loaded, or the peak of a global stage's once-per-run
@@ -42,8 +44,8 @@ TASK_BYTES = 4096  # driver bookkeeping per task: its spec, its result (shard li
 
 
 def _pass_fixed(pc_: PassCost) -> float:
-    """CPU seconds one worker process spends before its first row in this pass: each stage's first call
-    (it starts forked from the forkserver, with the stage modules already imported)."""
+    """CPU seconds one worker process spends on its stages' first calls in this pass (it starts forked from
+    the forkserver, with the stage modules already imported; its start is `Sample.worker_start_seconds`)."""
     return sum(st.warmup_seconds for st in pc_.stages)
 
 
@@ -60,7 +62,9 @@ def project(sample: Sample, *, input_bytes: float, nodes: int, cores: int, node_
     rows, out_passes, kept_rows = [], [], 0.0
     for k, pc_ in enumerate(sample.passes):
         pass_rows_cpu = pc_.write_seconds * scale * cpu_f
-        fixed = _pass_fixed(pc_)
+        # every worker of every pool the pass opens (its tasks', each of its build's task maps) starts forked
+        pools = 1 + sum(st.build_pools for st in pc_.stages)
+        fixed = _pass_fixed(pc_) + pools * sample.worker_start_seconds
         pass_wall = fixed / 3600
         pass_state = 0.0
         for st in pc_.stages:
@@ -200,6 +204,7 @@ def cmd_plan(args) -> int:
         print(json.dumps(plan | {"sample_bytes": sample.sample_bytes}, default=float))
         return 0
     fixed = {"driver start": f"{sample.driver_seconds:.1f} s", "forkserver start": f"{sample.startup_seconds:.1f} s",
+             "worker start": f"{sample.worker_start_seconds:.2f} s",
              "first calls": f"{sum(st.warmup_seconds for p in sample.passes for st in p.stages):.1f} s",
              "unique-id check": f"{sample.id_bytes:.0f} B/row"}
     print(render(plan, input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node,

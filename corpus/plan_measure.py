@@ -50,6 +50,7 @@ class StageCost:
     index_bytes: int = 0  # a broadcast index (decontamination)
     fixed_seconds: float = 0.0  # once per run whatever the size (building the decontamination index)
     warmup_seconds: float = 0.0  # once per worker process that runs it (its first call: models, tables)
+    build_pools: int = 0  # task maps its build runs: the local executor opens a worker pool for each
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Sample:
     driver_floor_bytes: int = 0
     driver_build_peak_bytes: int = 0
     id_bytes: float = 0.0
+    worker_start_seconds: float = 0.0  # CPU of one pool worker's start (fork, copy on write of what it touches)
 
 
 def _rss() -> int:
@@ -97,16 +99,30 @@ def _peak_during(fn) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def startup_seconds(stage_modules: list[str]) -> float:
-    """CPU seconds of a fresh interpreter importing the engine and the stage modules: the local executor's
-    forkserver, started once per run (corpus/executors/local.py preloads them)."""
-    import resource
+def startup_seconds(stage_modules: list[str]) -> tuple[float, float]:
+    """(the forkserver's start, one pool worker's start) in CPU seconds, on the local executor's own path in a
+    fresh interpreter: the forkserver imports the engine and the stage modules once per run
+    (corpus/executors/local.py preloads them); each pool a run opens forks its workers from it, and a
+    forked worker pays for the memory it touches (copy on write: the garbage collector's first full pass
+    over the inherited objects, timed here as the worker's task)."""
+    import json
 
-    code = "import corpus.executors.task, corpus.registry\n" + "".join(f"import {m}\n" for m in stage_modules)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    code = ("import gc, json, time, psutil\n"
+            "from corpus.executors.local import _context, _pool\n"
+            f"ctx = _context({list(stage_modules)!r})\n"
+            "with _pool(1, ctx) as pool:\n"
+            "    pool.submit(gc.collect).result()\n"
+            "server = next(c for c in psutil.Process().children() if 'forkserver' in ' '.join(c.cmdline()))\n"
+            "for _ in range(100):  # the forkserver reaps its worker soon after the pool closes\n"
+            "    t = server.cpu_times()\n"
+            "    if t.children_user + t.children_system:\n"
+            "        break\n"
+            "    time.sleep(0.02)\n"
+            "print(json.dumps([t.user + t.system, t.children_user + t.children_system]))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    server, worker = json.loads(out.stdout.strip().splitlines()[-1])
+    return server, worker
 
 
 def id_check_bytes(ids: pa.Array) -> float:
@@ -148,7 +164,11 @@ class _InProcess:
     workers = 1
     partitions = None
 
+    def __init__(self):
+        self.maps = 0
+
     def map(self, fn, items):
+        self.maps += 1
         return [fn(x) for x in items]
 
     def broadcast(self, value, **_):
@@ -157,7 +177,7 @@ class _InProcess:
         return InlineShared(value)
 
 
-def _build(stage, table: pa.Table, folder: str):
+def _build(stage, table: pa.Table, folder: str, tasks: _InProcess | None = None):
     """Build `stage` over `table` split in two shards under `folder`; return its state."""
     root = Location.parse(folder)
     root.mkdir()
@@ -167,7 +187,7 @@ def _build(stage, table: pa.Table, folder: str):
         loc = root.join(f"shard-{j}.parquet")
         pq.write_table(part, loc.path)
         shards.append(loc)
-    return stage.build(shards, workdir=root.join("work"), tasks=_InProcess())
+    return stage.build(shards, workdir=root.join("work"), tasks=tasks or _InProcess())
 
 
 def _tree_bytes(loc: Location) -> int:
@@ -251,7 +271,8 @@ def _global_pass(stages: list, table: pa.Table, tmp: str, k: int, row_group_rows
     """A pass that starts with a global stage: its build and apply (tiled, scaled back per row), the
     reading of its input shards, the local stages after it, the writing of its output and rejects."""
     stage = stages[0]
-    result = stage.bind(_build(stage, table, f"{tmp}/real-{k}"))(table)  # what it keeps
+    maps = _InProcess()
+    result = stage.bind(_build(stage, table, f"{tmp}/real-{k}", maps))(table)  # what it keeps
     big = _tiled(table, GLOBAL_ROWS, getattr(stage.config, "field", None))
     t0 = time.process_time()
     stage.build_fixed()
@@ -261,10 +282,11 @@ def _global_pass(stages: list, table: pa.Table, tmp: str, k: int, row_group_rows
     stage.bind(_build(stage, big, work.path))(big)
     per_row = table.num_rows / max(big.num_rows, 1)
     seconds = (time.process_time() - t0 - fixed) * per_row
-    index = _tree_bytes(work.join("work", "decontam", "index.npz"))  # _build puts the build in work/
-    shuffle = (_tree_bytes(work) - index) * per_row
+    # _build writes the input shards beside work/, where the build writes its state: only work/ is the stage's
+    index = _tree_bytes(work.join("work", "decontam", "index.npz"))
+    shuffle = (_tree_bytes(work.join("work")) - index) * per_row
     costs = [StageCost(stage.name, max(seconds, 0.0), table.num_rows, result.table.num_rows, True,
-                       int(shuffle), index, max(fixed, fixed_cold))]
+                       int(shuffle), index, max(fixed, fixed_cold), build_pools=maps.maps)]
     writer = _PassWriter(tmp, f"pass-{k}", row_group_rows)
     path = f"{tmp}/pass-{k}-in.parquet"
     pq.write_table(table, path, row_group_size=row_group_rows, compression="zstd")
@@ -315,5 +337,6 @@ def measure(pipeline, sample: InputFile) -> Sample:
                                        fixed_cold.get(stages[0].name, 0.0))
             out.append(cost)
         ids = table.column("id").combine_chunks() if "id" in table.schema.names else pa.array([], pa.string())
-    return Sample(out, sample.location.size(), batches, driver_seconds, startup_seconds(modules), floor,
-                  build_peak, id_check_bytes(ids))
+    server, worker = startup_seconds(modules)
+    return Sample(out, sample.location.size(), batches, driver_seconds, server, floor, build_peak,
+                  id_check_bytes(ids), worker)
