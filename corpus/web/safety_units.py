@@ -84,12 +84,18 @@ def _groups(rows: list[dict], toks: list[list[str]]) -> dict[tuple, list[tuple[l
     return out
 
 
+def _rng(seed: int, key: tuple) -> random.Random:
+    """One generator per (source, label, category): a source's units do not depend on the other sources
+    present, so leave-one-source-out folds can share them."""
+    return random.Random(f"{seed}:{key[0]}:{key[1]}:{key[2]}")
+
+
 def train_units(rows: list[dict], toks: list[list[str]], seed: int = 0) -> list[Unit]:
     """Units of L ~ U[MIN_WORDS, MAX_WORDS] words for both classes (module docstring)."""
-    rng = random.Random(seed)
     out: list[Unit] = []
     for key, items in sorted(_groups(rows, toks).items()):
         source, label, category = key
+        rng = _rng(seed, key)
         items = items[:]
         rng.shuffle(items)
         target = rng.randint(MIN_WORDS, MAX_WORDS)
@@ -114,10 +120,10 @@ def train_units(rows: list[dict], toks: list[list[str]], seed: int = 0) -> list[
 def eval_pages(rows: list[dict], toks: list[list[str]], seed: int = 1) -> list[Unit]:
     """Pages of >= MIN_WORDS words: long rows as they are, short ones joined (module docstring). The
     joined short rows' leftover (< MIN_WORDS words) is not a page."""
-    rng = random.Random(seed)
     out: list[Unit] = []
     for key, items in sorted(_groups(rows, toks).items()):
         source, label, category = key
+        rng = _rng(seed, key)
         items = items[:]
         rng.shuffle(items)
         buf: list[str] = []
