@@ -266,6 +266,8 @@ class WebSafetyFilter(Filter):
         out: dict = {"reason": reason}
         if reason.startswith("adult_domain") or reason == "url_and_words":
             out["host"] = safety_domains.host_of(row.get("url"))
+            if reason == "adult_domain":  # the host alone decides
+                return json.dumps(out, ensure_ascii=False)
             if reason == "url_and_words":
                 out["url_words"] = sorted({w for w in safety_domains.url_words(row.get("url")) if w in _URL_SEXUAL})
         if reason == "words_other_language":
