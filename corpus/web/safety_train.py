@@ -23,6 +23,7 @@ English words, MiniLM's whole-word tokens and the word list's terms. Cached (--c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import re
@@ -109,19 +110,34 @@ def group_weights(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return w * len(w) / w.sum()
 
 
-def fit(feats: Features, x: np.ndarray, units: list[safety_units.Unit], threshold: float = 0.5) -> safety_page.PageModel:
-    """Both heads on these units, folded into a PageModel (weights per vocabulary word)."""
+def _logistic(x: np.ndarray, y: np.ndarray, weight: np.ndarray, start: dict | None, key: str):
+    """Logistic regression (C, L2). `start` holds earlier solutions by head: a fit whose classes match starts
+    from it (leave-one-source-out refits differ from the full fit by one source, so they converge in fewer
+    steps; the problem is convex, so the optimum is the same), and every fit leaves its solution there."""
     from sklearn.linear_model import LogisticRegression
 
+    est = LogisticRegression(C=C, max_iter=5000, warm_start=start is not None)
+    classes = tuple(np.unique(y).tolist())
+    if start is not None and key in start and start[key][0] == classes:
+        est.coef_, est.intercept_ = start[key][1].copy(), start[key][2].copy()
+    est.fit(x, y, sample_weight=weight)
+    if start is not None and key not in start:
+        start[key] = (classes, est.coef_.copy(), est.intercept_.copy())
+    return est
+
+
+def fit(feats: Features, x: np.ndarray, units: list[safety_units.Unit], threshold: float = 0.5,
+        start: dict | None = None) -> safety_page.PageModel:
+    """Both heads on these units, folded into a PageModel (weights per vocabulary word). `start`: see _logistic."""
     y = np.array([u.label for u in units])
     src = np.array([u.source for u in units])
     dim = feats.vectors.shape[1]
-    head = LogisticRegression(C=C, max_iter=5000).fit(x, y, sample_weight=group_weights(y, src))
+    head = _logistic(x, y, group_weights(y, src), start, "unsafe")
     cats = np.array([u.category for u in units])
     m = (y == 1) & np.isin(cats, CATEGORY_HEAD)
     present = [c for c in CATEGORY_HEAD if (cats[m] == c).any()]
     if len(present) >= 2:
-        cat = LogisticRegression(C=C, max_iter=5000).fit(x[m], cats[m], sample_weight=group_weights(cats[m], src[m]))
+        cat = _logistic(x[m], cats[m], group_weights(cats[m], src[m]), start, "category")
         coefs, bs = cat.coef_, cat.intercept_
         if len(cat.classes_) == 2:  # sklearn keeps one row for two classes: the second class against the first
             coefs, bs = np.vstack([np.zeros_like(coefs[0]), coefs[0]]), np.array([0.0, bs[0]])
@@ -157,6 +173,7 @@ class Prepared:
     units: list[safety_units.Unit]
     x: np.ndarray
     pages: list[safety_units.Unit]
+    left_out: frozenset = frozenset()  # the sources removed from the full set
 
     @classmethod
     def of(cls, rows: list[dict], toks: list[list[str]], feats: Features) -> "Prepared":
@@ -166,22 +183,39 @@ class Prepared:
     def without(self, sources: set[str]) -> "Prepared":
         keep = np.array([u.source not in sources for u in self.units])
         return Prepared([u for u, k in zip(self.units, keep) if k], self.x[keep],
-                        [p for p in self.pages if p.source not in sources])
+                        [p for p in self.pages if p.source not in sources], self.left_out | frozenset(sources))
 
 
-def train_on(data: Prepared, feats: Features, log=print) -> tuple[safety_page.PageModel, dict]:
-    """The model for these units (every source in them), with its threshold chosen out of fold (module docstring)."""
+class Fits:
+    """Models already fitted, by the set of sources left out, and the full fit's solution as every later
+    fit's start. Leave-one-source-out evaluation needs a model without {A, B} in fold A (threshold for B)
+    and again in fold B; it is fitted once."""
+
+    def __init__(self):
+        self.models: dict[frozenset, safety_page.PageModel] = {}
+        self.start: dict = {}
+
+    def fit(self, feats: Features, data: Prepared) -> safety_page.PageModel:
+        if data.left_out not in self.models:
+            self.models[data.left_out] = fit(feats, data.x, data.units, start=self.start)
+        return self.models[data.left_out]
+
+
+def train_on(data: Prepared, feats: Features, log=print, fits: Fits | None = None) -> tuple[safety_page.PageModel, dict]:
+    """The model for these units (every source in them), with its threshold chosen out of fold (module docstring).
+    `fits`: models shared between calls (leave-one-source-out), else a fresh set."""
+    fits = Fits() if fits is None else fits
+    full = fits.fit(feats, data)
     targets = sorted({p.source for p in data.pages if p.category in safety_units.SAFE_TARGETS})
     oof, per_source = [], {}
     for inner in targets:
-        sub = data.without({inner})
-        model = fit(feats, sub.x, sub.units)
+        model = fits.fit(feats, data.without({inner}))
         s = page_scores(model, [p for p in data.pages if p.source == inner and p.category in safety_units.SAFE_TARGETS])
         oof.append(s)
         per_source[inner] = len(s)
         log(f"  out-of-fold scores for {inner}: {len(s)} pages")
     threshold = choose_threshold(np.concatenate(oof)) if oof else 0.5
-    model = fit(feats, data.x, data.units, threshold)
+    model = dataclasses.replace(full, threshold=threshold)
     lengths = {lab: [len(u.tokens) for u in data.units if u.label == lab] for lab in (0, 1)}
     info = {"units": {str(lab): len(v) for lab, v in lengths.items()},
             "unit_words_quantiles_by_label": {str(lab): [int(q) for q in np.quantile(v, [0.1, 0.5, 0.9])]

@@ -89,12 +89,14 @@ def loso(data: Path, cache: Path, sources: list[str] | None, log=print) -> list[
     prepared = safety_train.Prepared.of(rows, toks, feats)
     all_sources = sorted({r["source"] for r in rows})
     out = []
+    fits = safety_train.Fits()  # models by sources left out, shared by the folds; the full fit starts them
+    fits.fit(feats, prepared)
     with tempfile.TemporaryDirectory() as tmp:
         for held in sources or all_sources:
             if held not in all_sources:
                 raise ValueError(f"--sources: unknown source {held!r}; known {all_sources}")
             log(f"leaving out {held}")
-            model, info = safety_train.train_on(prepared.without({held}), feats, log)
+            model, info = safety_train.train_on(prepared.without({held}), feats, log, fits)
             path = Path(tmp) / f"without_{held}.npz"
             safety_train.save_model(model, words, path, {"left_out": held, **info})
             pages = [p for p in prepared.pages if p.source == held]

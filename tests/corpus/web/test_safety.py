@@ -71,6 +71,12 @@ EXPLICIT = "She pulled his cock out and sucked it while he moaned. He licked her
 HATE = "Niggers and kikes are vermin and should be exterminated."
 SELF_HARM = "I want to die. I cut myself again last night and tonight I will kill myself."
 INSULT = "You worthless bitch, kill yourself, nobody likes you."
+# What each page of the main test should get, written from the texts (not read off the stage): the explicit,
+# hateful and insulting texts are the model's, in their own category; the self-harm text has only list
+# evidence (no labelled self-harm data); the adult host alone, and sexual URL words with a sexual word.
+EXPECTED_REASONS = {"d3": "model_sexual", "d4": "model_hate", "d5": "words_self_harm", "d6": "model_harassment",
+                    "d7": "adult_domain", "d9": "url_and_words"}
+EXPECTED_COUNTERS = {"sexual": 3, "hate": 1, "harassment": 1, "violence": 0, "self_harm": 1, "profanity": 0}
 
 
 def _run(texts, **columns):
@@ -112,15 +118,21 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
 
 
 def test_the_model_sees_the_worst_window_of_a_long_page():
-    """A hateful paragraph inside a long ordinary page: the page's worst window drops it, and the evidence
-    names that window; the ordinary page alone is kept."""
+    """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
+    it, and the evidence names a window over that paragraph; the ordinary page alone is kept. (A shorter
+    paragraph is diluted by the window's ordinary words: see docs/web.md.)"""
     page = c4_texts()[1]
-    words = len(safety_terms.tokens(page, safety_terms.load()))
-    assert words > 300
-    _, result, details = _run([page, page + "\n\n" + HATE + " " + HATE])
+    lex = safety_terms.load()
+    head, tail = page[:len(page) // 2], page[len(page) // 2:]
+    start = len(safety_terms.tokens(head, lex))
+    assert len(safety_terms.tokens(page, lex)) == 600 and start == 292
+    _, result, details = _run([page, head + " " + " ".join([HATE] * 6) + " " + tail])
     assert result.table.column("id").to_pylist() == ["d0"]
     d = details["d1"]
-    assert d["reason"] == "model_hate" and d["window_words"][1] == words + 18 and d["window_words"][0] == words + 18 - 100
+    s, e = d["window_words"]
+    assert d["reason"] == "model_hate" and e - s == safety_page.WINDOW
+    assert s < start + 54 and e > start  # the window overlaps the paragraph
+    assert "kikes (hate, explicit)" in d["terms"]
 
 
 def test_filter_config_errors_are_clear(tmp_path):
@@ -201,7 +213,13 @@ def test_training_writes_a_model_the_stage_loads(tmp_path, shared_data):
     rows = safety_units.read_rows(data)
     toks = safety_units.tokenize(rows)
     model, info = safety_train.train_on(safety_train.Prepared.of(rows, toks, feats), feats, log=lambda m: None)
-    assert info["threshold_pages_by_source"] == {"covid_qa": 289, "reuters21578": 1835}
+    # pages of the news and health sources: each row of >= 50 words, and the shorter rows joined to >= 50
+    for source, pages in info["threshold_pages_by_source"].items():
+        lengths = [len(t) for r, t in zip(rows, toks) if r["source"] == source]
+        natural = sum(n >= 50 for n in lengths)
+        short = sum(n for n in lengths if n < 50)
+        assert natural + short // 99 <= pages <= natural + short // 50
+    assert sorted(info["threshold_pages_by_source"]) == ["covid_qa", "reuters21578"]
     out = tmp_path / "m.npz"
     safety_train.save_model(model, words, out, {"note": "test"})
     loaded = safety_page.load(out)
