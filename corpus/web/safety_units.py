@@ -90,14 +90,19 @@ def _rng(seed: int, key: tuple) -> random.Random:
     return random.Random(f"{seed}:{key[0]}:{key[1]}:{key[2]}")
 
 
-def train_units(rows: list[dict], toks: list[list[str]], seed: int = 0) -> list[Unit]:
-    """Units of L ~ U[MIN_WORDS, MAX_WORDS] words for both classes (module docstring)."""
-    out: list[Unit] = []
+def _shuffled(rows: list[dict], toks: list[list[str]], seed: int):
+    """(key, its generator, its (tokens, text) items in that generator's order) per group, in key order."""
     for key, items in sorted(_groups(rows, toks).items()):
-        source, label, category = key
         rng = _rng(seed, key)
         items = items[:]
         rng.shuffle(items)
+        yield key, rng, items
+
+
+def train_units(rows: list[dict], toks: list[list[str]], seed: int = 0) -> list[Unit]:
+    """Units of L ~ U[MIN_WORDS, MAX_WORDS] words for both classes (module docstring)."""
+    out: list[Unit] = []
+    for (source, label, category), rng, items in _shuffled(rows, toks, seed):
         target = rng.randint(MIN_WORDS, MAX_WORDS)
         buf: list[str] = []
         for t, _ in items:
@@ -121,11 +126,7 @@ def eval_pages(rows: list[dict], toks: list[list[str]], seed: int = 1) -> list[U
     """Pages of >= MIN_WORDS words: long rows as they are, short ones joined (module docstring). The
     joined short rows' leftover (< MIN_WORDS words) is not a page."""
     out: list[Unit] = []
-    for key, items in sorted(_groups(rows, toks).items()):
-        source, label, category = key
-        rng = _rng(seed, key)
-        items = items[:]
-        rng.shuffle(items)
+    for (source, label, category), _, items in _shuffled(rows, toks, seed):
         buf: list[str] = []
         texts: list[str] = []
         for t, text in items:
