@@ -118,16 +118,20 @@ class Mapper(Stage):
 
     @abstractmethod
     def transform(self, table: pa.Table) -> tuple:
-        """Return (new table with the same row count, reasons or None), optionally followed by
-        a dict of counters for the stage's stats (e.g. PII found per category)."""
+        """Return (new table with the same row count, reasons or None, or `(reasons, evidence)` as in
+        `Filter.reasons`), optionally followed by a dict of counters for the stage's stats (e.g. PII found per category)."""
 
     def apply(self, table: pa.Table) -> StageResult:
         out, reasons, *rest = self.transform(table)
         if reasons is None:
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
+            details = out.column(self.detail_column) if self.detail_column else None
+            if isinstance(reasons, tuple):  # (reasons, evidence) as in Filter.reasons
+                reasons, found = reasons
+                details = evidence(found)
             result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None,
-                                    details=out.column(self.detail_column) if self.detail_column else None)
+                                    details=details)
         if rest:
             result.stats.counters.update(rest[0])
         return result
@@ -154,6 +158,15 @@ class Filter(Stage):
             reasons, found = reasons
             return drop_by_reason(self.name, table, reasons, details=evidence(found))
         return drop_by_reason(self.name, table, reasons, details=lambda dropped: self.details(table, dropped))
+
+
+def decisions(failures: Iterable[tuple[str, Any] | None]) -> tuple[pa.Array, list]:
+    """Per-row `(reason, evidence)` or None (keep) -> what `Filter.reasons` returns."""
+    reasons, found = [], []
+    for f in failures:
+        reasons.append(None if f is None else f[0])
+        found.append(None if f is None else f[1])
+    return pa.array(reasons, pa.string()), found
 
 
 def evidence(items: Iterable[Any]) -> list[str | None]:
