@@ -1,7 +1,7 @@
 """`make gpu-check`: every GPU path of the project in one command, each step in its own process with its own
 time cap, a pass / fail / skipped line per step, one JSON and one Markdown table at the end.
 
-    python benchmarks/gpu_check.py [--out DIR] [--steps pretrain,resume] [--budget 450] [--quick]
+    python benchmarks/gpu_check.py [--out DIR] [--steps pretrain,resume] [--budget 450] [--quick] [--dry]
 
 Steps, in order (benchmarks/gpu_check_train.py, gpu_check_serve.py):
   env       torch / CUDA / Transformer Engine / vLLM / megatron-core versions, the GPU, its memory and bf16 peak
@@ -16,7 +16,11 @@ Steps, in order (benchmarks/gpu_check_train.py, gpu_check_serve.py):
 
 Where CUDA is absent every step still runs its setup (imports of the GPU-path functions, configs built and
 validated, FLOP and memory arithmetic) and says `skipped: no GPU` for the rest, in seconds; CI runs it so
-(tests/training/test_gpu_check.py). Where CUDA is present each step runs in a child process (a hang or a CUDA
+(tests/training/test_gpu_check.py). `--dry` (CPU) goes further: the GPU work of the training steps (pretrain,
+resume, sft, post, and the megatron half of rollouts) runs on the CPU at the `tiny` width for a few steps, so
+their own code, not only their setup, is exercised by CI; vLLM, the eval comparison and the GPU-vs-CPU quantize
+run stay `skipped: no GPU`. Dry numbers prove wiring, not speed.
+Where CUDA is present each step runs in a child process (a hang or a CUDA
 crash ends that step only) and the run stops starting steps when the total budget is spent.
 
 Results: `<out>/gpu_check.json`, `<out>/gpu_check.md` (the table for the README), `<out>/gpu_check.log` (every
@@ -63,7 +67,21 @@ DEFAULT_BUDGET = 450  # seconds: ~7.5 minutes, so one device call of 10 minutes 
 
 # ---- step 1: the environment ----------------------------------------------------------------------------------
 
-def _version(module: str) -> str | None:
+def _version(module: str, *, load: bool = True) -> str | None:
+    """The module's version; None when absent. `load`: import it (a package that is installed but broken, e.g.
+    built for another CUDA, says so); else read the installed distribution's metadata only (fast, for CPU CI)."""
+    if not load:
+        from importlib import metadata, util
+
+        try:
+            if util.find_spec(module) is None:
+                return None
+        except ModuleNotFoundError:
+            return None
+        try:
+            return metadata.version(module.replace(".", "-").replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            return "present"
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 - absent, or present and broken: both are facts to report
@@ -78,9 +96,9 @@ def setup_env(ctx: Ctx, rep: Report) -> dict:
 
     versions = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
                 "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-                "megatron.core": _version("megatron.core"), "transformer_engine": _version("transformer_engine"),
-                "vllm": _version("vllm"), "transformers": _version("transformers"),
-                "safetensors": _version("safetensors")}
+                "megatron.core": _version("megatron.core"),  # imported by every step: always loaded
+                **{m: _version(m, load=ctx.cuda)
+                   for m in ("transformer_engine", "vllm", "transformers", "safetensors")}}
     rep.number("versions", versions)
     rep.check("megatron-core imports", bool(versions["megatron.core"]) and "broken" not in versions["megatron.core"],
               str(versions["megatron.core"]))
@@ -121,30 +139,37 @@ def run_env(ctx: Ctx, rep: Report, state: dict) -> None:
 def _functions(name: str, module: str):
     mod = sys.modules[__name__] if module == "gpu_check" else importlib.import_module(module)
     key = name.replace("-", "_")
-    return getattr(mod, f"setup_{key}"), getattr(mod, f"run_{key}"), getattr(mod, f"RUN_ON_CPU_{key}", False)
+    return (getattr(mod, f"setup_{key}"), getattr(mod, f"run_{key}"), getattr(mod, f"RUN_ON_CPU_{key}", False),
+            getattr(mod, f"DRY_{key}", False))
 
 
 def run_here(name: str, module: str, ctx: Ctx) -> dict:
     """setup, then run where CUDA is (or where the step runs on the CPU by design); the step's verdict."""
     rep = Report()
     t0 = time.perf_counter()
-    setup, run, on_cpu = _functions(name, module)
+    setup, run, on_cpu, dry_ok = _functions(name, module)
     status, reason = "pass", ""
     try:
         state = setup(ctx, rep)
     except Exception as exc:  # noqa: BLE001 - a step's failure is its result, the next step still runs
         traceback.print_exc()
         state, status, reason = None, "fail", f"setup: {type(exc).__name__}: {exc}"
-    if status == "pass" and not (ctx.cuda or on_cpu):
-        status, reason = "skipped", "no GPU (setup checked)"
+    if status == "pass" and not (ctx.cuda or on_cpu or (ctx.dry and dry_ok)):
+        status, reason = "skipped", "no GPU (setup checked)" + ("; no CPU dry run of this step" if ctx.dry else "")
     elif status == "pass":
         try:
+            if ctx.cuda:
+                import torch
+
+                torch.cuda.reset_peak_memory_stats()
             run(ctx, rep, state)
+            if ctx.cuda:  # what the step's GPU work held at its peak, against the plan the step recorded
+                rep.number("peak_memory_GiB", round(torch.cuda.max_memory_allocated() / 2**30, 2))
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
             status, reason = "fail", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     failed = [c for c in rep.checks if c["status"] == "fail"]
-    if status == "pass" and failed:
+    if status in ("pass", "skipped") and failed:  # a failed setup check fails the step on a CPU too
         status, reason = "fail", f"{failed[0]['name']}: {failed[0]['detail']}"
     if status == "pass":
         skipped = [c["name"] for c in rep.checks if c["status"] == "skipped"]
@@ -153,14 +178,14 @@ def run_here(name: str, module: str, ctx: Ctx) -> dict:
             **rep.to_dict()}
 
 
-def spawn(name: str, work: Path, *, timeout: float, quick: bool = False, env: dict | None = None,
-          log=None) -> dict:
+def spawn(name: str, work: Path, *, timeout: float, quick: bool = False, dry: bool = False,
+          env: dict | None = None, log=None) -> dict:
     """Run step `name` in a child process (its own session, so a timeout kills what it started too)."""
     module = dict((s[0], s[1]) for s in STEPS).get(name) or HELPERS[name]
     result = work / f".result-{name}.json"
     result.unlink(missing_ok=True)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--work", str(work),
-           "--result", str(result)] + (["--quick"] if quick else [])
+           "--result", str(result)] + (["--quick"] if quick else []) + (["--dry"] if dry else [])
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env,
@@ -193,38 +218,59 @@ def spawn(name: str, work: Path, *, timeout: float, quick: bool = False, env: di
 
 # ---- the report -----------------------------------------------------------------------------------------------
 
+# numbers that have their own column; the rest of a step's headline numbers go to the "numbers" column
+COLUMNS = ("tokens_per_s_per_gpu", "mfu", "planned_memory_GiB", "peak_memory_GiB")
+HEADLINE = ("shape", "mfu_goal_met", "loss_first_last", "max_loss_diff", "packed_vs_unpacked_rel_diff",
+            "megatron_tokens_per_s", "vllm_tokens_per_s", "vllm_speedup", "scores", "loss_diff_gpu_cpu",
+            "matmul_bf16_TFLOPs_4096", "gpu")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4g}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
 def headline(step: dict) -> str:
-    """The numbers worth a table cell."""
+    """The numbers worth a table cell, besides those with a column."""
     n = step.get("numbers", {})
-    keys = ("shape", "tokens_per_s_per_gpu", "mfu", "mfu_goal_met", "peak_memory_GiB", "loss_first_last",
-            "max_loss_diff", "packed_vs_unpacked_rel_diff", "megatron_tokens_per_s", "vllm_tokens_per_s",
-            "vllm_speedup", "scores", "loss_diff_gpu_cpu", "matmul_bf16_TFLOPs_4096", "gpu")
     parts = []
-    for k in keys:
-        if k in n and n[k] is not None:
+    for k in HEADLINE:
+        if n.get(k) is not None:
             v = n[k]
-            if k == "gpu":
-                v = f"{v['name']}, {v['memory_GiB']} GiB"
-            elif k == "mfu":
-                v = f"{v:.1%}"
-            elif isinstance(v, float):
-                v = f"{v:,.4g}"
+            v = f"{v['name']}, {v['memory_GiB']} GiB" if k == "gpu" else _cell(v)
             parts.append(f"{k} {v}")
-    return "; ".join(str(p) for p in parts)
+    return "; ".join(parts)
+
+
+def columns(step: dict) -> list[str]:
+    """tokens/s per GPU, MFU (training/flops.py), memory planned / measured (GiB); "-" where a step has none
+    (on a CPU: MFU and measured GPU memory always)."""
+    n = step.get("numbers", {})
+    tps = n.get("tokens_per_s_per_gpu", n.get("vllm_tokens_per_s", n.get("megatron_tokens_per_s")))
+    mfu = n.get("mfu")
+    memory = f"{_cell(n.get('planned_memory_GiB'))} / {_cell(n.get('peak_memory_GiB'))}"
+    return [_cell(tps), "-" if mfu is None else f"{mfu:.1%}", memory]
 
 
 def markdown(body: dict) -> str:
     env = next((s for s in body["steps"] if s["name"] == "env"), {}).get("numbers", {})
     gpu = env.get("gpu") or {}
     v = env.get("versions") or {}
-    lines = [f"GPU check on {gpu.get('name', 'no GPU')} ({gpu.get('memory_GiB', '-')} GiB), torch {v.get('torch')} "
-             f"(CUDA {v.get('cuda')}), megatron-core {v.get('megatron.core')}, Transformer Engine "
+    mode = " (CPU dry run at tiny shapes: wiring, not speed)" if body.get("dry") else ""
+    lines = [f"GPU check on {gpu.get('name', 'no GPU')} ({gpu.get('memory_GiB', '-')} GiB){mode}, torch "
+             f"{v.get('torch')} (CUDA {v.get('cuda')}), megatron-core {v.get('megatron.core')}, Transformer Engine "
              f"{v.get('transformer_engine') or 'absent'}, vLLM {v.get('vllm') or 'absent'}; {body['wall_s']:.0f} s of "
-             f"a {body['budget_s']} s budget ({body['started_at']})", "",
-             "| step | result | s | numbers | detail |", "|---|---|---|---|---|"]
+             f"a {body['budget_s']:.0f} s budget ({body['started_at']})", "",
+             "| step | result | s | tokens/s/GPU | MFU | memory GiB plan / measured | numbers | detail |",
+             "|---|---|---|---|---|---|---|---|"]
     for s in body["steps"]:
-        detail = (s.get("reason") or "").replace("|", "/")
-        lines.append(f"| {s['name']} | {s['status']} | {s['seconds']} | {headline(s).replace('|', '/')} | {detail} |")
+        cells = [s["name"], s["status"], _cell(s["seconds"]), *columns(s), headline(s), s.get("reason") or ""]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -239,6 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="total seconds; no step starts after")
     ap.add_argument("--work", help="scratch folder (default: a new temporary folder)")
     ap.add_argument("--quick", action="store_true", help="fewer training steps (a rerun in a short window)")
+    ap.add_argument("--dry", action="store_true", help="no GPU: run the training steps' GPU work on the CPU at "
+                    "tiny shapes (what CI runs); ignored where CUDA is")
     ap.add_argument("--isolate", choices=["auto", "always", "never"], default="auto",
                     help="a child process per step: auto = where CUDA is")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -246,7 +294,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.child:  # one step, in this process, its verdict written to --result
-        ctx = Ctx.detect(Path(args.work), quick=args.quick)
+        ctx = Ctx.detect(Path(args.work), quick=args.quick, dry=args.dry)
         module = dict((s[0], s[1]) for s in STEPS).get(args.child) or HELPERS[args.child]
         write_json(Path(args.result), run_here(args.child, module, ctx))
         return 0
@@ -262,10 +310,15 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cidermill-gpu-check-"))
     work.mkdir(parents=True, exist_ok=True)
-    ctx = Ctx.detect(work, quick=args.quick)
+    ctx = Ctx.detect(work, quick=args.quick, dry=args.dry)
+    if ctx.cuda and ctx.dry:
+        say("gpu-check: --dry is for machines without a GPU; CUDA is here, so the full check runs")
+        ctx.dry = False
     isolate = args.isolate == "always" or (args.isolate == "auto" and ctx.cuda)
     start, started_at = time.perf_counter(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    say(f"gpu-check: {'GPU ' + str(ctx.gpu_name) if ctx.cuda else 'no GPU (setup only)'}; budget {args.budget:.0f} s; "
+    mode = "GPU " + str(ctx.gpu_name) if ctx.cuda else "no GPU: " + ("CPU dry run at tiny shapes" if ctx.dry
+                                                                        else "setup only")
+    say(f"gpu-check: {mode}; budget {args.budget:.0f} s; "
         f"work {work}; results in {out}")
     results = []
     with open(out / "gpu_check.log", "w") as log:
@@ -278,13 +331,13 @@ def main(argv=None) -> int:
                 res = {"name": name, "status": "skipped", "reason": f"out of time ({left:.0f} s of the budget left)",
                        "seconds": 0, "checks": [], "numbers": {}, "notes": []}
             elif isolate:
-                res = spawn(name, work, timeout=min(cap, left), quick=args.quick, log=log)
+                res = spawn(name, work, timeout=min(cap, left), quick=args.quick, dry=args.dry, log=log)
             else:
                 res = run_here(name, module, ctx)
             res["title"], res["cap_s"] = title, cap
             results.append(res)
             say(f"    -> {res['status']}{': ' + res['reason'] if res.get('reason') else ''} ({res['seconds']} s)")
-    body = {"schema": 1, "started_at": started_at, "budget_s": args.budget, "quick": args.quick,
+    body = {"schema": 1, "started_at": started_at, "budget_s": args.budget, "quick": args.quick, "dry": ctx.dry,
             "wall_s": round(time.perf_counter() - start, 1), "isolated": isolate, "steps": results}
     write_json(out / "gpu_check.json", body)
     table = markdown(body)

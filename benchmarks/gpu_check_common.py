@@ -28,6 +28,10 @@ SMALL_BYTES = {**SMALL, "vocab_size": 256}
 # rollout throughput: the on-device width, heads and vocabulary at 4 of its 26 layers (554M parameters), so
 # the per-token work of generation is the real model's per layer
 ROLLOUT = {"num_layers": 4}
+# --dry (CPU): the same steps at the width of the `tiny` CPU shape, so the GPU steps' own code runs in CI in
+# seconds; it proves wiring (imports, signatures, result fields), not speed or numerics at scale
+TINY = {"hidden_size": 64, "num_layers": 2, "num_attention_heads": 4, "num_query_groups": 2, "head_dim": 16,
+        "ffn_hidden_size": 128, "vocab_size": 256}
 
 
 @dataclass
@@ -39,13 +43,18 @@ class Ctx:
     te: bool = False  # transformer_engine importable
     vllm: bool = False  # vllm importable
     quick: bool = False  # fewer steps (for a rerun of failed steps in a short device window)
+    dry: bool = False  # CPU dry run: the steps' GPU work at TINY shapes on the CPU (where a step allows it)
+
+    def shape(self, overrides: dict) -> dict:
+        """A model section over afm-on-device: `overrides`, or the tiny width in a dry run."""
+        return {"shape": ON_DEVICE, **(TINY if self.dry else overrides)}
 
     @property
     def kernels(self) -> str:
         return "transformer_engine" if self.te else "local"
 
     @classmethod
-    def detect(cls, work: Path, *, quick: bool = False) -> "Ctx":
+    def detect(cls, work: Path, *, quick: bool = False, dry: bool = False) -> "Ctx":
         import importlib.util
 
         import torch
@@ -55,7 +64,7 @@ class Ctx:
         total = torch.cuda.get_device_properties(0).total_memory if cuda else None
         return cls(work=Path(work), cuda=cuda, gpu_name=name, gpu_bytes=total,
                    te=importlib.util.find_spec("transformer_engine") is not None,
-                   vllm=importlib.util.find_spec("vllm") is not None, quick=quick)
+                   vllm=importlib.util.find_spec("vllm") is not None, quick=quick, dry=dry)
 
 
 @dataclass
@@ -138,11 +147,12 @@ def post_raw(ctx: Ctx, method: str, *, name: str, steps: int, **changes) -> dict
     raw = read_yaml(REPO / f"configs/train/post/afm-on-device-{method}.yaml", {})
     tiny = read_yaml(REPO / f"configs/train/post/tiny-{method}.yaml", {})
     data = dict(tiny["data"])
-    data["sources"] = [dict(s, path=str(REPO / s["path"]), max_records=s.get("max_records", 400))
+    data["sources"] = [dict(s, path=str(REPO / s["path"]), max_records=60 if ctx.dry else s.get("max_records", 400))
                        for s in data["sources"]]
-    raw.update(name=name, steps=steps, model={"shape": ON_DEVICE, **SMALL_BYTES}, tokenizer=tiny["tokenizer"],
-               data=data, seq_length=tiny["seq_length"], global_batch=8, micro_batch=2, init_from=None,
-               out_dir=str(ctx.work / "runs" / name), log_every=max(1, steps // 3), save_every=0, valid_max=32)
+    raw.update(name=name, steps=steps, model=ctx.shape(SMALL_BYTES), tokenizer=tiny["tokenizer"], data=data,
+               seq_length=tiny["seq_length"], global_batch=8, micro_batch=2, init_from=None,
+               out_dir=str(ctx.work / "runs" / name), log_every=max(1, steps // 3), save_every=0,
+               valid_max=8 if ctx.dry else 32)
     raw["parallel"] = dict(raw["parallel"], kernels=ctx.kernels)
     raw["optim"] = dict(raw["optim"], warmup_steps=1)
     raw.update(changes)

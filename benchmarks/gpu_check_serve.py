@@ -9,8 +9,12 @@ import statistics
 import time
 from pathlib import Path
 
-from gpu_check_common import (REPO, ON_DEVICE, ROLLOUT, SMALL, SMALL_BYTES, Ctx, Report, byte_mixture, finite,
-                              pretrain_raw, quiet, say)
+from gpu_check_common import (REPO, ON_DEVICE, ROLLOUT, SMALL, SMALL_BYTES, TINY, Ctx, Report, byte_mixture,
+                              finite, pretrain_raw, quiet, say)
+
+# in a CPU dry run (benchmarks/gpu_check.py --dry) the megatron half of `rollouts` runs at the tiny width; the
+# vLLM halves, the eval comparison and the GPU-vs-CPU quantize run need a GPU
+DRY_rollouts = True
 
 GiB = 1024 ** 3
 
@@ -28,6 +32,7 @@ def _free_gpu() -> None:
 # ---- step 6: rollouts --------------------------------------------------------------------------------------------
 
 ROLLOUT_BATCH, ROLLOUT_NEW = 64, 128
+DRY_BATCH, DRY_NEW = 8, 16
 
 
 def setup_rollouts(ctx: Ctx, rep: Report) -> dict:
@@ -45,22 +50,28 @@ def setup_rollouts(ctx: Ctx, rep: Report) -> dict:
     from training.rollout.vllm_backend import VLLMRollouts, WeightSync, export_policy  # noqa: F401
 
     out = ctx.work / "runs" / "gpu-check-mdloo"
-    sft_raw, rl_raw = configs(out, sft_steps=10 if ctx.quick else 20, iterations=1)
-    small = {"shape": ON_DEVICE, **SMALL_BYTES}  # head dim 128: one that every vLLM attention backend takes
+    if ctx.dry:  # one short iteration: 4 prompts x 4 answers, one inner step
+        sft_raw, rl_raw = configs(out, sft_steps=2, iterations=1, prompts_per_iteration=4, responses_per_prompt=4,
+                                  inner_steps=1, eval_prompts=4)
+        rl_raw.update(global_batch=16, micro_batch=16)
+    else:
+        sft_raw, rl_raw = configs(out, sft_steps=10 if ctx.quick else 20, iterations=1)
+    small = ctx.shape(SMALL_BYTES)  # head dim 128: one that every vLLM attention backend takes
     sft_raw.update(model=small, name="gpu-check-mdloo-sft")
     rl_raw.update(model=small, name="gpu-check-mdloo")
     sft, rl = from_dict(sft_raw, where="gpu-check rollouts sft"), from_raw(rl_raw, where="gpu-check rollouts mdloo")
-    prompts = [chat_prompt_ids(r["messages"], ByteTokenizer()) for r in gsm8k_prompts(limit=ROLLOUT_BATCH)]
-    shape = get_shape(ON_DEVICE, **ROLLOUT)
+    batch, new = (DRY_BATCH, DRY_NEW) if ctx.dry else (ROLLOUT_BATCH, ROLLOUT_NEW)
+    prompts = [chat_prompt_ids(r["messages"], ByteTokenizer()) for r in gsm8k_prompts(limit=batch)]
+    shape = get_shape(ON_DEVICE, **(TINY if ctx.dry else ROLLOUT))
     # decoding reads every weight once per step: that bounds tokens/s from above at the GPU's bandwidth
     fp32_bytes = shape.parameter_count()["total"] * 4
-    rep.number("rollout_shape", f"afm-on-device at {ROLLOUT['num_layers']} of 26 layers "
-                                f"({shape.parameter_count()['total'] / 1e6:.0f}M parameters)")
+    rep.number("rollout_shape", f"afm-on-device at width {shape.hidden_size} x {shape.num_layers} of 26 layers "
+                                f"({shape.parameter_count()['total'] / 1e6:.1f}M parameters)")
     rep.number("rollout_work", f"{len(prompts)} GSM8K chat prompts of {min(map(len, prompts))}-"
-                               f"{max(map(len, prompts))} byte tokens, {ROLLOUT_NEW} new tokens each, greedy")
+                               f"{max(map(len, prompts))} byte tokens, {new} new tokens each, greedy")
     rep.number("forward_GFLOP_per_token", round(flops_per_token(shape, 512, training=False) / 1e9, 2))
     rep.number("fp32_weights_GiB_read_per_decode_step", round(fp32_bytes / GiB, 2))
-    return {"sft": sft, "rl": rl, "prompts": prompts, "shape": shape}
+    return {"sft": sft, "rl": rl, "prompts": prompts, "shape": shape, "new": new}
 
 
 def _agreement(a: list[list[int]], b: list[list[int]]) -> float:
@@ -71,13 +82,14 @@ def _timed(fn, repeat: int = 2) -> tuple[float, object]:
     """Median wall seconds of `repeat` calls after one warm-up call (CUDA graphs, autotuning, allocator)."""
     import torch
 
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     out = fn()
     times = []
     for _ in range(repeat):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         out = fn()
-        torch.cuda.synchronize()
+        sync()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
 
@@ -90,7 +102,7 @@ def run_rollouts(ctx: Ctx, rep: Report, st: dict) -> None:
     sft = train_sft(st["sft"], log=quiet)
     result = train_mdloo(st["rl"], log=say)
     row = result.history[-1]
-    rep.check("one MDLOO iteration on the GPU", finite([row["loss_last"], row["reward"], row["kl_ref"]]),
+    rep.check("one MDLOO iteration", finite([row["loss_last"], row["reward"], row["kl_ref"]]),
               f"reward {row['reward']:.3f}, KL(ref) {row['kl_ref']:.4f}, last inner loss {row['loss_last']:.4f}")
     rep.check("MDLOO checkpoint verifies", not ckpt.verify(ckpt.open_checkpoint(result.checkpoint)))
     if ctx.vllm:
@@ -149,8 +161,8 @@ def _throughput(ctx: Ctx, rep: Report, st: dict) -> None:
     from training.model import build_model
     from training.rollout import generate, load_policy
 
-    prompts, shape = st["prompts"], st["shape"]
-    seq = max(map(len, prompts)) + ROLLOUT_NEW
+    prompts, shape, new = st["prompts"], st["shape"], st["new"]
+    seq = max(map(len, prompts)) + new
     parallel.setup(parallel.ParallelConfig(), seed=3)
     model = build_model(shape, seq_length=seq)
     path = ctx.work / "runs" / "gpu-check-rollout-policy"
@@ -162,11 +174,11 @@ def _throughput(ctx: Ctx, rep: Report, st: dict) -> None:
     del model
     _free_gpu()
     policy = load_policy(path, max_length=seq)  # fp32, fused SDPA core attention: what the MDLOO producer runs
-    n_tokens = len(prompts) * ROLLOUT_NEW
-    t_meg, meg = _timed(lambda: generate(policy.model, prompts, max_new_tokens=ROLLOUT_NEW, temperature=0.0))
+    n_tokens = len(prompts) * new
+    t_meg, meg = _timed(lambda: generate(policy.model, prompts, max_new_tokens=new, temperature=0.0))
     rep.number("megatron_tokens_per_s", round(n_tokens / t_meg))
-    rep.check("megatron KV-cache generator", all(len(r.response_ids) == ROLLOUT_NEW for r in meg),
-              f"{n_tokens / t_meg:,.0f} tokens/s ({len(prompts)} x {ROLLOUT_NEW} tokens in {t_meg:.2f} s, fp32)")
+    rep.check("megatron KV-cache generator", all(len(r.response_ids) == new for r in meg),
+              f"{n_tokens / t_meg:,.0f} tokens/s ({len(prompts)} x {new} tokens in {t_meg:.2f} s, fp32)")
     del policy
     _free_gpu()
     if not ctx.vllm:
@@ -176,11 +188,11 @@ def _throughput(ctx: Ctx, rep: Report, st: dict) -> None:
 
     engine = VLLMRollouts(path, work_dir=ctx.work / "vllm-bench", max_model_len=seq + 16,
                           gpu_memory_utilization=0.4)
-    t_v, outs = _timed(lambda: engine.generate(prompts, max_new_tokens=ROLLOUT_NEW, temperature=0.0))
+    t_v, outs = _timed(lambda: engine.generate(prompts, max_new_tokens=new, temperature=0.0))
     speedup = t_meg / t_v
     rep.number("vllm_tokens_per_s", round(n_tokens / t_v))
     rep.number("vllm_speedup", round(speedup, 2))
-    rep.check("vLLM generates every token", all(len(r.response_ids) == ROLLOUT_NEW for r in outs))
+    rep.check("vLLM generates every token", all(len(r.response_ids) == new for r in outs))
     rep.note(f"vLLM {n_tokens / t_v:,.0f} tokens/s = {speedup:.1f}x the megatron generator (goal 10x; vLLM bf16, "
              "megatron fp32 as the producer runs it)")
     del engine
@@ -205,7 +217,8 @@ def setup_eval(ctx: Ctx, rep: Report) -> dict:
         rep.check(f"{task}: {EVAL_LIMIT} items from the bundled benchmark sample", len(items) == EVAL_LIMIT,
                   f"{len(items)}")
     mixture, root = byte_mixture(ctx, seq_length=512, sequences=8 * 20 + 64)
-    cfg = from_dict(pretrain_raw(ctx, name="gpu-check-eval-base", mixture=mixture, root=root, steps=6 if ctx.quick else 20,
+    cfg = from_dict(pretrain_raw(ctx, name="gpu-check-eval-base", mixture=mixture, root=root,
+                                 steps=6 if ctx.quick else 20,
                                  global_batch=8, micro_batch=4, model={"shape": ON_DEVICE, **SMALL}),
                     where="gpu-check eval")
     return {"cfg": cfg}
@@ -247,7 +260,8 @@ def run_eval(ctx: Ctx, rep: Report, st: dict) -> None:
     _free_gpu()
     meg = _scores(MegatronLM(base.checkpoint))
     ok, detail, worst = _compare(hf, meg)
-    rep.check("megatron backend = HF backend (fp32, GPU)", ok and worst < 1e-2, f"{detail}; max |loglik diff| {worst:.2g}")
+    rep.check("megatron backend = HF backend (fp32, GPU)", ok and worst < 1e-2,
+              f"{detail}; max |loglik diff| {worst:.2g}")
     if not ctx.vllm:
         rep.skip("eval model through vLLM, scores equal to the HF backend's", "vllm is not installed")
         return

@@ -8,7 +8,10 @@ import gc
 import statistics
 from pathlib import Path
 
-from gpu_check_common import ON_DEVICE, SMALL, Ctx, Report, byte_mixture, finite, post_raw, pretrain_raw, say
+from gpu_check_common import SMALL, Ctx, Report, byte_mixture, finite, post_raw, pretrain_raw, say
+
+# steps whose GPU work also runs in a CPU dry run (benchmarks/gpu_check.py --dry), at tiny shapes
+DRY_pretrain = DRY_resume = DRY_resume_continue = DRY_sft = DRY_post = True
 
 GiB = 1024 ** 3
 PLAN_GPU_BYTES = 80 * GiB  # what the plan is checked against on a machine without a GPU (an H100)
@@ -26,6 +29,7 @@ def _free_gpu() -> None:
 
 PRETRAIN_SEQ = 2048
 PRETRAIN_BATCH = (8, 2)  # global batch, micro-batch: 4 micro-batches of 4,096 tokens per step
+DRY_SEQ = 64  # a CPU dry run's sequence length
 
 
 def setup_pretrain(ctx: Ctx, rep: Report) -> dict:
@@ -43,30 +47,32 @@ def setup_pretrain(ctx: Ctx, rep: Report) -> dict:
     from training.plan import plan_run
 
     assert callable(trainer._save) and callable(trainer.train)
-    steps = 12 if ctx.quick else 30
+    seq = DRY_SEQ if ctx.dry else PRETRAIN_SEQ
+    steps = 8 if ctx.dry else 12 if ctx.quick else 30
     gb, mb = PRETRAIN_BATCH
-    mixture, root = byte_mixture(ctx, seq_length=PRETRAIN_SEQ, sequences=steps * gb + 64)
+    mixture, root = byte_mixture(ctx, seq_length=seq, sequences=steps * gb + 64)
     budget = ctx.gpu_bytes or PLAN_GPU_BYTES
     cfg = mem = None
-    for layers in range(26, 0, -1):  # the on-device shape, else the deepest that the plan fits on one GPU
-        model = {"shape": ON_DEVICE} if layers == 26 else {"shape": ON_DEVICE, "num_layers": layers}
+    # the on-device shape, else the deepest that the plan fits on one GPU; a dry run: the tiny width only
+    for layers in [0] if ctx.dry else range(26, 0, -1):
+        model = ctx.shape({} if layers in (0, 26) else {"num_layers": layers})
         cfg = from_dict(pretrain_raw(ctx, name="gpu-check-pretrain", mixture=mixture, root=root, steps=steps,
                                      global_batch=gb, micro_batch=mb, model=model), where="gpu-check pretrain")
-        mem = plan_for_config(cfg, gpus=1, gpu_bytes=budget, seq_length=PRETRAIN_SEQ)
+        mem = plan_for_config(cfg, gpus=1, gpu_bytes=budget, seq_length=seq)
         if mem.fits:
             break
     shape = cfg.model
     label = "afm-on-device" if shape.num_layers == 26 else f"afm-on-device at {shape.num_layers} of 26 layers"
-    rep.number("shape", label)
-    if shape.num_layers != 26:
+    rep.number("shape", f"afm-on-device at the tiny width (dry), sequence {seq}" if ctx.dry else label)
+    if shape.num_layers != 26 and not ctx.dry:
         rep.note(f"afm-on-device does not fit one GPU of {budget / GiB:.0f} GiB by the memory plan; training "
                  f"{shape.num_layers} of its 26 layers")
     plan = plan_run(cfg)
-    rep.check("the mixture gives the sequence length", plan.seq_length == PRETRAIN_SEQ, f"{plan.seq_length}")
+    rep.check("the mixture gives the sequence length", plan.seq_length == seq, f"{plan.seq_length}")
     rep.check("memory plan fits one GPU", mem.fits, f"{mem.total / GiB:.1f} of {budget / GiB:.0f} GiB "
               f"({'this GPU' if ctx.gpu_bytes else 'an 80 GiB H100: no GPU here'}); largest micro-batch "
               f"{mem.largest_micro_batch}")
-    per_token = flops_per_token(shape, PRETRAIN_SEQ)
+    per_token = flops_per_token(shape, seq)
     peak, source = peak_tflops(ctx.gpu_name or "NVIDIA H100 80GB HBM3")
     rep.number("parameters", shape.parameter_count()["total"])
     rep.number("model_GFLOP_per_token", round(per_token / 1e9, 2))
@@ -75,7 +81,7 @@ def setup_pretrain(ctx: Ctx, rep: Report) -> dict:
     rep.number("kernels", cfg.parallel.kernels)
     if peak:  # what 45% MFU means in tokens/s on this GPU (an H100 where there is none)
         rep.number("tokens_per_s_at_45pct_mfu", round(0.45 * peak * 1e12 / per_token))
-    return {"cfg": cfg, "mem": mem, "peak": peak, "peak_source": source}
+    return {"cfg": cfg, "mem": mem, "seq": seq, "peak": peak if ctx.cuda else None, "peak_source": source}
 
 
 def run_pretrain(ctx: Ctx, rep: Report, st: dict) -> None:
@@ -84,31 +90,37 @@ def run_pretrain(ctx: Ctx, rep: Report, st: dict) -> None:
     from training import trainer
     from training.flops import mfu
 
-    cfg = st["cfg"]
+    cfg, seq = st["cfg"], st["seq"]
     # The run's last checkpoint would be ~40 GB at this shape (bf16 weights, fp32 main weights and AFM state),
     # minutes of writing and hashing: `resume` checks the same saving code at a smaller shape instead.
-    trainer._save = lambda run, plan, step, result, steps: Path(run.cfg.out_dir)
-    torch.cuda.reset_peak_memory_stats()
-    result = trainer.train(cfg, log=say)
+    save = trainer._save
+    if not ctx.dry:
+        trainer._save = lambda run, plan, step, result, steps: Path(run.cfg.out_dir)
+    try:
+        result = trainer.train(cfg, log=say)
+    finally:
+        trainer._save = save
     losses, secs = result.losses, result.step_seconds
     warm = min(5, max(1, len(secs) // 4))  # the first steps include cuBLAS/TE autotuning and allocator growth
     step_s = statistics.mean(secs[warm:])
-    tokens = cfg.global_batch * PRETRAIN_SEQ
+    tokens = cfg.global_batch * seq
     tps = tokens / step_s
-    value = mfu(cfg.model, PRETRAIN_SEQ, tps, st["peak"])
-    peak_mem = torch.cuda.max_memory_allocated()
+    value = mfu(cfg.model, seq, tps, st["peak"])  # None on a CPU: no peak to divide by
     rep.number("step_seconds", round(step_s, 4))
     rep.number("tokens_per_s_per_gpu", round(tps))
     rep.number("mfu", value)
     rep.number("mfu_goal_met", None if value is None else value >= 0.45)
-    rep.number("peak_memory_GiB", round(peak_mem / GiB, 2))
     rep.number("loss_first_last", [round(losses[0], 3), round(losses[-1], 3)])
     rep.number("held_out_loss", round(result.eval_loss, 4))
     rep.check("losses finite", finite(losses), f"{len(losses)} steps, {result.skipped_steps} skipped")
     head, tail = statistics.mean(losses[:3]), statistics.mean(losses[-3:])
     rep.check("the loss falls", tail < head - 0.1, f"mean of the first 3 steps {head:.3f}, of the last 3 {tail:.3f}")
-    rep.check("memory within the plan", peak_mem <= st["mem"].total,
-              f"peak allocated {peak_mem / GiB:.1f} GiB, plan {st['mem'].total / GiB:.1f} GiB (with its reserve)")
+    if ctx.cuda:
+        peak_mem = torch.cuda.max_memory_allocated()
+        rep.check("memory within the plan", peak_mem <= st["mem"].total,
+                  f"peak allocated {peak_mem / GiB:.1f} GiB, plan {st['mem'].total / GiB:.1f} GiB (with its reserve)")
+    else:
+        rep.skip("memory within the plan", "no GPU to measure")
     if value is not None:
         rep.note(f"MFU {value:.1%} over steps {warm + 1}-{len(secs)} ({st['peak_source']}); goal 45% on H100")
 
@@ -121,9 +133,9 @@ RESUME_SEQ, RESUME_STEPS, RESUME_AT = 512, 12, 6
 def _resume_cfgs(ctx: Ctx):
     from training.config import from_dict
 
-    steps = 8 if ctx.quick else RESUME_STEPS
-    mixture, root = byte_mixture(ctx, seq_length=RESUME_SEQ, sequences=steps * 8 + 64)
-    model = {"shape": ON_DEVICE, **SMALL}
+    steps = 4 if ctx.dry else 8 if ctx.quick else RESUME_STEPS
+    mixture, root = byte_mixture(ctx, seq_length=DRY_SEQ if ctx.dry else RESUME_SEQ, sequences=steps * 8 + 64)
+    model = ctx.shape(SMALL)
     # deterministic: torch deterministic algorithms, megatron's deterministic mode (see training/parallel.py)
     return [from_dict(pretrain_raw(ctx, name=name, mixture=mixture, root=root, steps=steps, global_batch=8,
                                    micro_batch=4, model=model, deterministic=True), where="gpu-check resume")
@@ -137,8 +149,10 @@ def setup_resume(ctx: Ctx, rep: Report) -> dict:
 
     assert callable(dist_checkpointing.save) and callable(dist_checkpointing.load) and callable(ckpt.verify)
     full, part = _resume_cfgs(ctx)
-    rep.number("shape", f"afm-on-device reduced to width {SMALL['hidden_size']} x {SMALL['num_layers']} layers "
-                        f"({full.model.parameter_count()['total'] / 1e6:.0f}M parameters), sequence {RESUME_SEQ}")
+    m = full.model
+    rep.number("shape", f"afm-on-device reduced to width {m.hidden_size} x {m.num_layers} layers "
+                        f"({m.parameter_count()['total'] / 1e6:.1f}M parameters), sequence "
+                        f"{DRY_SEQ if ctx.dry else RESUME_SEQ}")
     return {"full": full, "part": part}
 
 
@@ -155,11 +169,12 @@ def run_resume(ctx: Ctx, rep: Report, st: dict) -> None:
     _free_gpu()
     b = trainer.train(part, stop_after=at, log=say)
     info = ckpt.open_checkpoint(b.checkpoint)
-    rep.check("checkpoint is megatron dist_checkpointing", info.manifest.get("weights") == "dist_checkpointing",
+    want_format = "dist_checkpointing" if ctx.cuda else "state_dict"  # the CPU writes a plain state dict
+    rep.check(f"checkpoint is {want_format}", info.manifest.get("weights") == want_format,
               str(info.manifest.get("weights")))
     problems = ckpt.verify(info)
     rep.check("checkpoint verifies (sizes and sha256 of every file)", not problems, "; ".join(problems[:3]))
-    child = spawn("resume-continue", ctx.work, timeout=120, quick=ctx.quick)
+    child = spawn("resume-continue", ctx.work, timeout=120, quick=ctx.quick, dry=ctx.dry)
     say("  (resumed process) " + json.dumps({k: child.get(k) for k in ("status", "reason", "seconds")}))
     resumed = child.get("numbers", {}).get("losses")
     if child.get("status") != "pass" or not resumed:
@@ -202,7 +217,8 @@ def setup_sft(ctx: Ctx, rep: Report) -> dict:
     from training.post_plan import plan_post
     from training.sft import load_conversations, prepare, sft_loss, train_sft  # noqa: F401
 
-    cfg = from_dict(post_raw(ctx, "sft", name="gpu-check-sft", steps=4 if ctx.quick else 8), where="gpu-check sft")
+    steps = 2 if ctx.dry else 4 if ctx.quick else 8
+    cfg = from_dict(post_raw(ctx, "sft", name="gpu-check-sft", steps=steps), where="gpu-check sft")
     data = prepare(cfg, log=say)
     multi = [p for p in data.train if len(p.lengths) > 1]
     rep.check("packs hold several conversations", bool(multi), f"{len(multi)} of {len(data.train)} packs")
@@ -215,6 +231,7 @@ def setup_sft(ctx: Ctx, rep: Report) -> dict:
               f"{len(cu) - 1} segments over {thd['tokens'].numel()} positions")
     plan = plan_post(cfg, gpus=1, gpu_bytes=ctx.gpu_bytes or PLAN_GPU_BYTES)
     rep.check("memory plan fits", plan.fits, f"{plan.total / GiB:.1f} GiB")
+    rep.number("planned_memory_GiB", round(plan.total / GiB, 2))
     rep.number("route", "THD (PackedSeqParams, Transformer Engine)" if ctx.te else
                "explicit block-diagonal mask (local kernels: no Transformer Engine)")
     return {"cfg": cfg, "data": data, "pack": multi[0]}
@@ -277,8 +294,9 @@ def setup_post(ctx: Ctx, rep: Report) -> dict:
     from training.reward import RewardModel, load_reward_model, train_rm  # noqa: F401
 
     assert callable(RewardModel.sharded_state_dict)
-    steps = 3 if ctx.quick else 6
-    sft = from_dict(post_raw(ctx, "sft", name="gpu-check-post-sft", steps=4), where="gpu-check post")
+    steps = 2 if ctx.dry else 3 if ctx.quick else 6
+    sft = from_dict(post_raw(ctx, "sft", name="gpu-check-post-sft", steps=2 if ctx.dry else 4),
+                    where="gpu-check post")
     rm = from_dict(post_raw(ctx, "rm", name="gpu-check-rm", steps=steps, init_from=sft.out_dir), where="gpu-check rm")
     dpo = from_dict(post_raw(ctx, "dpo", name="gpu-check-dpo", steps=steps, init_from=sft.out_dir),
                     where="gpu-check dpo")
@@ -288,6 +306,8 @@ def setup_post(ctx: Ctx, rep: Report) -> dict:
                   f"{len(train)} training, {len(valid)} held-out")
         plan = plan_post(cfg, gpus=1, gpu_bytes=ctx.gpu_bytes or PLAN_GPU_BYTES)
         rep.check(f"{cfg.method} memory plan fits", plan.fits, f"{plan.total / GiB:.1f} GiB")
+        # the step's measured peak covers both runs, so the larger plan is the one to hold it against
+        rep.number("planned_memory_GiB", max(round(plan.total / GiB, 2), rep.numbers.get("planned_memory_GiB", 0)))
     rep.number("grading_heads", [list(h) for h in rm.rm.grading_heads])
     return {"sft": sft, "rm": rm, "dpo": dpo}
 
@@ -326,6 +346,7 @@ def run_post(ctx: Ctx, rep: Report, st: dict) -> None:
     rep.number("dpo_margin_before_after", [round(before["reward_margin"], 5), round(after["reward_margin"], 5)])
     rep.number("loss_first_last", [round(dpo.losses[0], 4), round(dpo.losses[-1], 4)])
     rep.check("DPO: bf16 losses finite, reference log-probs cached", finite(dpo.losses)
-              and getattr(dpo, "reference_cache", None) == "miss", f"reference cache {getattr(dpo, 'reference_cache', None)}")
+              and getattr(dpo, "reference_cache", None) == "miss",
+              f"reference cache {getattr(dpo, 'reference_cache', None)}")
     problems = ckpt.verify(ckpt.open_checkpoint(dpo.checkpoint))
     rep.check("DPO checkpoint verifies", not problems, "; ".join(problems))
