@@ -12,9 +12,9 @@ from pathlib import Path
 from gpu_check_common import (REPO, ON_DEVICE, ROLLOUT, SMALL, SMALL_BYTES, TINY, Ctx, Report, byte_mixture,
                               finite, pretrain_raw, quiet, say)
 
-# in a CPU dry run (benchmarks/gpu_check.py --dry) the megatron half of `rollouts` runs at the tiny width; the
-# vLLM halves, the eval comparison and the GPU-vs-CPU quantize run need a GPU
-DRY_rollouts = True
+# in a CPU dry run (benchmarks/gpu_check.py --dry) the megatron halves of `rollouts` and `eval` run at the tiny
+# width; the vLLM halves and the GPU-vs-CPU quantize run need a GPU
+DRY_rollouts = DRY_eval = True
 
 GiB = 1024 ** 3
 
@@ -218,8 +218,8 @@ def setup_eval(ctx: Ctx, rep: Report) -> dict:
                   f"{len(items)}")
     mixture, root = byte_mixture(ctx, seq_length=512, sequences=8 * 20 + 64)
     cfg = from_dict(pretrain_raw(ctx, name="gpu-check-eval-base", mixture=mixture, root=root,
-                                 steps=6 if ctx.quick else 20,
-                                 global_batch=8, micro_batch=4, model={"shape": ON_DEVICE, **SMALL}),
+                                 steps=4 if ctx.dry else 6 if ctx.quick else 20,
+                                 global_batch=8, micro_batch=4, model=ctx.shape(SMALL)),
                     where="gpu-check eval")
     return {"cfg": cfg}
 
@@ -260,7 +260,7 @@ def run_eval(ctx: Ctx, rep: Report, st: dict) -> None:
     _free_gpu()
     meg = _scores(MegatronLM(base.checkpoint))
     ok, detail, worst = _compare(hf, meg)
-    rep.check("megatron backend = HF backend (fp32, GPU)", ok and worst < 1e-2,
+    rep.check("megatron backend = HF backend (fp32)", ok and worst < 1e-2,
               f"{detail}; max |loglik diff| {worst:.2g}")
     if not ctx.vllm:
         rep.skip("eval model through vLLM, scores equal to the HF backend's", "vllm is not installed")
