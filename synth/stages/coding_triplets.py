@@ -158,8 +158,8 @@ class CodingTriplets(Mapper):
                 reasons[q] = "below_threshold"
                 test, why = failures.get((q, best), (None, ""))
                 found[q] = {"best_passes": cand[best], "n_tests": n_tests, "pass_rate": rate, "min": c.min_pass_rate,
-                            "verdict": verdicts.get((q, best)), "failed_test": test[:120] if test else None,
-                            "failure": why[:120] or None}
+                            "verdict": verdicts.get((q, best)), "failed_test": test[:100] if test else None,
+                            "failure": why[:100] or None}
             counters["candidates"] += len(sols_of[q])
             counters["valid_candidates"] += sum(1 for s in sols_of[q] if s)
             cols["tests"].append(tests_of[q])

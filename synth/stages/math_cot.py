@@ -67,7 +67,7 @@ def _finals_detail(finals: list, texts: list[str], **check) -> dict:
     """Evidence for a question whose samples failed the check: each sample's final answer (null: none
     found), what they had to match (`expected`) or agree on (`min_votes`), and the first reply's end
     when no sample had a final answer at all."""
-    out = {**check, "finals": [None if f is None else str(f)[:30] for f in finals[:8]], "samples": len(finals)}
+    out = {**check, "finals": [None if f is None else str(f)[:20] for f in finals[:8]], "samples": len(finals)}
     if not any(finals) and texts:
         out["reply_tail"] = texts[0][-120:]
     return out

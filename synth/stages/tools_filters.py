@@ -10,7 +10,6 @@ import pyarrow as pa
 from corpus.registry import register
 from corpus.stage import Filter
 
-from corpus.stage import evidence
 from synth.tools.validate import calls_error
 
 

@@ -48,7 +48,7 @@ def call_error(call: Any, tools: list[dict]) -> tuple[str | None, dict | None]:
         return "malformed_call", {"name": call["name"], "error": f"arguments are a {type(args).__name__}"}
     tool = next((t for t in tools if t["name"] == call["name"]), None)
     if tool is None:
-        return "unknown_tool", {"name": call["name"], "offered": sorted(t["name"] for t in tools)[:10]}
+        return "unknown_tool", {"name": call["name"], "offered": sorted(t["name"] for t in tools)[:5]}
     schema = arguments_schema(tool)
     errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(args),
                     key=lambda e: (len(e.absolute_path), e.validator != "required"))

@@ -19,7 +19,7 @@ from synth.stages.math_augment import MathAugment, evolved_check, rephrase_check
 from synth.stages.math_cot import MathCotAnswers
 from synth.stages.math_decontam import MathDecontam
 from synth.stages.math_judges import DifficultyThreshold, KeepSolvable
-from synth.stages.sft_dedup import EmbedDedup, greedy_match, dedup_table
+from synth.stages.sft_dedup import EmbedDedup, dedup_table, greedy_match
 from synth.stages.sft_judge import JudgeThreshold
 from synth.stages.summaries_injection import InjectionCheck
 from synth.stages.summaries_payloads import Payloads
