@@ -30,7 +30,7 @@ from synth.summaries.features import sentences, tokens, _STOP
 
 LABELS = {"entailment": 1, "neutral": 0, "contradiction": 0, "not_entailment": 0}
 LONG_PREMISE_WORDS = 160  # a premise longer than this is cut to its best-matching sentences
-WINDOW_WORDS = 100  # the word budget of a cut premise (about the size of a 3-4 sentence document window)
+WINDOW_WORDS = 80  # the word budget of a cut premise (about a 3-sentence document window)
 
 
 @dataclass(frozen=True)
