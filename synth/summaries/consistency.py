@@ -90,20 +90,23 @@ def first_pass(document: str, sentence: str) -> tuple[float, str] | None:
 
 
 def sentence_scores(documents: list[str], summaries: list[str], settings: ConsistencySettings = ConsistencySettings(),
-                    *, model=None) -> tuple[list[np.ndarray], Counter]:
-    """Per summary, the best-window entailment probability of each of its sentences; and counters:
-    sentences settled by the first pass (`copied`, `extrinsic`), sentences and pairs scored by the model.
+                    *, model=None) -> tuple[list[np.ndarray], list[np.ndarray], Counter]:
+    """Per summary, the best-window entailment probability of each of its sentences and whether the model
+    read it (False: the first pass settled it); and counters: sentences settled by the first pass
+    (`copied`, `extrinsic`), sentences and distinct pairs read by the model.
 
     `model` is (cross-encoder, tokenizer) or None for the shipped one (nli_model.load_shipped)."""
     from synth.summaries.nli_model import load_shipped, predict_logits
 
     counts: Counter = Counter()
     out: list[np.ndarray] = []
+    by_model: list[np.ndarray] = []
     pair_index: dict[tuple[str, str], int] = {}
     pending: list[tuple[int, int, list[int]]] = []  # (summary, sentence, pair ids)
     for i, (doc, summ) in enumerate(zip(documents, summaries)):
         sents = summary_sentences(summ)
         out.append(np.zeros(len(sents)))
+        by_model.append(np.zeros(len(sents), dtype=bool))
         windows, _, _ = _document(doc, settings.window_sentences)
         for j, sent in enumerate(sents):
             settled = first_pass(doc, sent) if settings.first_pass else None
@@ -114,6 +117,7 @@ def sentence_scores(documents: list[str], summaries: list[str], settings: Consis
             ids = [pair_index.setdefault((windows[w], sent), len(pair_index))
                    for w in candidate_windows(doc, sent, settings)]
             pending.append((i, j, ids))
+            by_model[i][j] = True
             counts["model_sentences"] += 1
     counts["model_pairs"] = len(pair_index)
     if pair_index:
@@ -124,5 +128,5 @@ def sentence_scores(documents: list[str], summaries: list[str], settings: Consis
         prob = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
         for i, j, ids in pending:
             out[i][j] = float(prob[ids].max())
-    return out, counts
+    return out, by_model, counts
 

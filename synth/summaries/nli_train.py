@@ -114,6 +114,24 @@ def evaluate(model, tok, pairs, *, batch_size: int = 64) -> dict:
     return out
 
 
+def evaluate_shipped(args) -> None:
+    from synth.summaries.nli_model import MANIFEST_NAME, load_shipped
+
+    out = Path(args.out)
+    model, tok, manifest = load_shipped(str(out))
+    pairs, data_sha256 = read_folder(args.data, holdout_fraction=manifest["settings"]["holdout_fraction"])
+    if data_sha256 != manifest["data_sha256"]:
+        raise ValueError(f"{args.data}: files differ from the ones {out / MANIFEST_NAME} was trained on (data_sha256)")
+    results = evaluate(model, tok, [p for p in pairs if p.heldout])
+    print(json.dumps(results, indent=1), flush=True)
+    manifest.setdefault("heldout_fp32", manifest["heldout"])
+    manifest["heldout"] = results
+    manifest["heldout_weights"] = "the shipped int8 weights (heldout_fp32: the fp32 weights at the end of training)"
+    tmp = out / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(out / MANIFEST_NAME)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="the NLI folder (*.jsonl.gz), e.g. ../shared/data/nli")
@@ -129,11 +147,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoint-minutes", type=float, default=10.0)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0 = the whole schedule)")
+    ap.add_argument("--evaluate-only", action="store_true",
+                    help="score the held-out pairs with the shipped (int8) weights in --out and record the result in "
+                         "its manifest as heldout (the fp32 figures of training stay as heldout_fp32)")
     args = ap.parse_args(argv)
 
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.evaluate_only:
+        evaluate_shipped(args)
+        return
     torch.manual_seed(args.seed)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
