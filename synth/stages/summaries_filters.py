@@ -8,7 +8,9 @@ such as emails, messages and notifications are another domain, so check the thre
 data (`cidermill synth entailment-threshold`). Evidence columns: `entail__support` (the lexical score,
 always), and with `nli` `entail__min_sentence` (the weakest sentence's best-window probability),
 `entail__sentences` and `entail__model_sentences` (how many the model read; the rest were settled by
-the lexical first pass: copied word for word, or naming something the payload lacks).
+the lexical first pass: copied word for word, or naming something the payload lacks), and
+`entail__model_precision` (bf16 where the CPU computes it natively, else fp32; null when the model read
+nothing: scores differ between the two by about 0.01).
 With `llm_judge: {backend: {...}}` it also adds `entail__llm_score` (the share of summary sentences an
 LLM says the payload supports) and `entail__score` becomes the mean of the two. `EntailmentFilter`
 drops rows below the calibrated threshold of the same `method` (or one given) as `not_entailed`.
@@ -78,6 +80,9 @@ class EntailmentScore(Scorer):
             out["entail__min_sentence"] = pa.array([float(p.min()) for p in scored.per_sentence], pa.float64())
             out["entail__sentences"] = pa.array([len(p) for p in scored.per_sentence], pa.int32())
             out["entail__model_sentences"] = pa.array([int(m.sum()) for m in scored.by_model], pa.int32())
+            precision = "bf16" if scored.counts.get("model_bf16") else "fp32"  # differs by CPU: shown per row
+            out["entail__model_precision"] = pa.array([precision if m.any() else None for m in scored.by_model],
+                                                      pa.string())
         if c.llm_judge:
             from synth.generation.llm import get_backend
 
@@ -91,7 +96,12 @@ class EntailmentScore(Scorer):
         if "entail__sentences" not in columns:
             return {}
         n, model = (sum(columns[k].to_pylist()) for k in ("entail__sentences", "entail__model_sentences"))
-        return {"sentences": n, "sentences_read_by_model": model, "sentences_settled_by_first_pass": n - model}
+        out = {"sentences": n, "sentences_read_by_model": model, "sentences_settled_by_first_pass": n - model}
+        for p in ("bf16", "fp32"):
+            rows = columns["entail__model_precision"].to_pylist().count(p)
+            if rows:
+                out[f"rows_scored_in_{p}"] = rows
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -96,7 +96,7 @@ def sentence_scores(documents: list[str], summaries: list[str], settings: Consis
     (`copied`, `extrinsic`), sentences and distinct pairs read by the model.
 
     `model` is (cross-encoder, tokenizer) or None for the shipped one (nli_model.load_shipped)."""
-    from synth.summaries.nli_model import load_shipped, predict_logits
+    from synth.summaries.nli_model import bf16_supported, load_shipped, predict_logits
 
     counts: Counter = Counter()
     out: list[np.ndarray] = []
@@ -122,6 +122,7 @@ def sentence_scores(documents: list[str], summaries: list[str], settings: Consis
     counts["model_pairs"] = len(pair_index)
     if pair_index:
         net, tok = model if model is not None else load_shipped()[:2]
+        counts["model_bf16"] = int(bf16_supported())  # the precision shows in the stats (scores differ ~1e-2)
         pairs = list(pair_index)
         logits = predict_logits(net, tok, [p for p, _ in pairs], [h for _, h in pairs],
                                 batch_size=settings.batch_size, max_length=settings.max_length)

@@ -56,7 +56,8 @@ def test_sentence_scores_take_the_best_candidate(monkeypatch):
                  "Mayor Ortiz said the change would cost 40,000 dollars a year."]
     s = ConsistencySettings(window_sentences=1, candidates=2)
     per, by_model, counts = sentence_scores([DOC, DOC], summaries, s, model=(None, None))
-    assert counts == {"model_sentences": 1, "extrinsic": 1, "copied": 1, "model_pairs": 2}
+    assert counts == {"model_sentences": 1, "extrinsic": 1, "copied": 1, "model_pairs": 2,
+                      "model_bf16": int(nli_model.bf16_supported())}
     assert [m.tolist() for m in by_model] == [[True, False], [False]]
     # candidates for "the council approved the library budget.": sentence 1 (council, approved, budget) and
     # sentence 0 (library); words shared: the, council, approved, budget -> logit 2; the, library -> -2
@@ -157,3 +158,56 @@ def test_shipped_model_loads_offline_and_checks_its_hash(tmp_path, monkeypatch):
         nli_model.load_shipped(str(copy))
     with pytest.raises(FileNotFoundError, match="entailment model is not installed"):
         nli_model.load_shipped(str(tmp_path / "missing"))
+
+
+def test_stage_scores_with_the_model_and_filters_at_its_threshold():
+    import pyarrow as pa
+
+    from synth.stages.summaries_filters import EntailmentFilter, EntailmentScore
+
+    kept = "Mayor Ortiz said the change would cost 40,000 dollars a year. The council approved the budget."
+    invented = "Mayor Fischer closed the city library for 12 weeks."
+    t = pa.table({"payload": [DOC, DOC], "summary": [kept, invented]})
+    result = EntailmentScore({})(t)
+    scored = result.table
+    assert scored.column("entail__sentences").to_pylist() == [2, 1]
+    # both sentences of the first are copies and the second names a mayor and a number the payload lacks:
+    # the first pass settles all three, with no model call
+    assert scored.column("entail__model_sentences").to_pylist() == [0, 0]
+    assert scored.column("entail__min_sentence").to_pylist() == [1.0, 0.0]
+    assert scored.column("entail__model_precision").to_pylist() == [None, None]
+    assert result.stats.counters == {"sentences": 3, "sentences_read_by_model": 0, "sentences_settled_by_first_pass": 3}
+    res = EntailmentFilter({})(scored)
+    assert res.stats.dropped == {"not_entailed": 1}
+    assert res.table.column("summary").to_pylist() == [kept]
+    assert set(EntailmentScore({}).describe()["resources"]) == {"support_model", "consistency_model", "nli_weights",
+                                                                "nli_manifest"}
+
+
+def test_model_reads_a_paraphrase_and_a_swap():
+    """Sentences the first pass cannot settle go to the model: a paraphrase of the payload scores above
+    a sentence whose every word is in the payload but whose claim is not."""
+    from synth.summaries.scoring import score_summaries
+
+    scored = score_summaries([DOC, DOC], ["The council gave its approval to the budget on Tuesday.",
+                                          "The council closed the museum in Lyon on Tuesday."])
+    assert [m.tolist() for m in scored.by_model] == [[True], [True]]
+    assert scored.score[0] > scored.threshold > scored.score[1], scored.score
+
+
+@pytest.mark.slow
+def test_shipped_model_accuracy_on_its_held_out_pairs(shared_data):
+    """The held-out figures in the model's manifest are reproduced by the shipped int8 weights (on MNLI's
+    held-out premises, the "MNLI-style" accuracy)."""
+    from synth.summaries.nli_data import read_folder
+    from synth.summaries.nli_train import evaluate
+
+    model, tok, manifest = nli_model.load_shipped()
+    pairs, hashes = read_folder(shared_data / "nli", holdout_fraction=manifest["settings"]["holdout_fraction"])
+    assert hashes == manifest["data_sha256"]
+    mnli = [p for p in pairs if p.heldout and p.source == "docnli_mnli"]
+    r = evaluate(model, tok, mnli)["docnli_mnli"]
+    assert r["n"] == manifest["heldout"]["docnli_mnli"]["n"]
+    # the same on a CPU of the same kind; bf16 and fp32 (chosen by CPU) move a few borderline pairs
+    assert r["accuracy"] == pytest.approx(manifest["heldout"]["docnli_mnli"]["accuracy"], abs=0.01)
+    assert r["accuracy"] > 0.7
