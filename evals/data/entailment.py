@@ -41,8 +41,8 @@ from evals.report import EvalReport
 from evals.shared import shared_root
 from synth.summaries import aggregator
 from synth.summaries.consistency import ConsistencySettings, sentence_scores
-from synth.summaries.entailment import (MODEL_PATH, Labelled, auc, balanced_accuracy, fit_scorer, leave_one_dataset_out,
-                                        load_scorer, save_scorer)
+from synth.summaries.entailment import (MODEL_PATH, Labelled, auc, balanced_accuracy, calibrate_on_pairs, fit_scorer,
+                                        leave_one_dataset_out, load_scorer, save_scorer)
 from synth.summaries.nli_model import SHIPPED_DIR
 from synth.summaries.features import bigram_coverage, extrinsic_free, sentences, tokens
 
@@ -210,13 +210,18 @@ def run(args) -> EvalReport:
             row[f"{name} AUC"] = lodo[name][i]["auc"]
             row[f"{name} BA"] = lodo[name][i]["balanced_acc"]
         row["ours BA @ shipped t"] = balanced_accuracy(d.labels, (ours[d.name] >= shipped.threshold).astype(int))
+        # SummaC's protocol: the threshold tuned on the same dataset (here out of fold, 5 folds by document), on
+        # the scores of the aggregator fitted without it
+        row["ours BA, own-set t (5-fold)"] = calibrate_on_pairs(
+            _lodo_scores(datasets, per, kind, d.name), d.labels, d.documents, folds=5,
+            shipped_threshold=shipped.threshold)["balanced_acc_cross_validated"]
         rows.append(row)
     mean = {"held-out dataset": "mean (equal weight per dataset)", "n": sum(r["n"] for r in rows),
             "n_consistent": sum(r["n_consistent"] for r in rows)}
     for key in rows[0]:
         if key not in mean:
             mean[key] = float(np.mean([r[key] for r in rows]))
-    metrics = [k for k in rows[0] if k.endswith(("AUC", "BA", "shipped t"))]
+    metrics = [k for k in rows[0] if k.endswith(("AUC", "BA", "shipped t", "(5-fold)"))]
     worst = {"held-out dataset": "worst", "n": None, "n_consistent": None,
              **{k: float(min(r[k] for r in rows)) for k in metrics}}
     rows += [mean, worst]
@@ -239,7 +244,10 @@ def run(args) -> EvalReport:
                                "on the other dataset groups; 'BA @ shipped t' uses the shipped ones (fitted on all "
                                "datasets, so not held out)",
                                f"lexical = the support score ({MODEL_PATH.name}); nli_mean / nli_min = the zero-shot "
-                               "aggregations of the same per-sentence scores"])
+                               "aggregations of the same per-sentence scores",
+                               "'own-set t (5-fold)': the threshold tuned on the held-out dataset itself, out of fold "
+                               "(5 folds by document): SummaC's protocol (a threshold per dataset from its validation "
+                               "split), for comparison with its published figures; not a deployable filter's figure"])
     for r in rows[:-2]:
         report.targets[f"{r['held-out dataset']}: BA >= {TARGET_BA} and AUC >= {TARGET_AUC}"] = (
             r["ours BA"] >= TARGET_BA and r["ours AUC"] >= TARGET_AUC)
