@@ -163,7 +163,8 @@ def write_consistency_model(datasets: list[Labelled], per: dict, kind: str, sett
     agg = aggregator.Aggregator(kind, coef=[0.0] * len(aggregator.FEATURES)).fit(
         [per[d.name] for d in datasets], [d.labels for d in datasets], [d.group for d in datasets])
     agg.info = {"settings": settings.to_json(),
-                "model_manifest_sha256": hashlib.sha256((SHIPPED_DIR / "manifest.json").read_bytes()).hexdigest(),
+                # the weights it was fitted on (the manifest itself changes when held-out figures are added)
+                "nli_weights_sha256": json.loads((SHIPPED_DIR / "manifest.json").read_text())["weights_sha256"],
                 "calibrated_on": [{"dataset": d.name, "group": d.group, "n": len(d.labels),
                                    "n_consistent": int(d.labels.sum())} for d in datasets],
                 "calibration": "weights (learned only): logistic regression, each dataset weighing the same and each "

@@ -14,13 +14,12 @@ and the leave-one-dataset-out results; `cidermill eval data entailment --write-m
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from synth.summaries.entailment import auc, balanced_accuracy, calibrate
+from synth.summaries.entailment import auc, balanced_accuracy, calibrate, read_model_json, write_model_json
 
 MODEL_PATH = Path(__file__).with_name("consistency_model.json")
 KINDS = ("mean", "min", "learned")
@@ -131,12 +130,8 @@ def leave_one_group_out(names: list[str], groups: list[str], per_sentence: list[
 
 
 def save(agg: Aggregator, path: Path = MODEL_PATH) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(agg.to_json(), indent=1) + "\n")
-    tmp.replace(path)
+    write_model_json(path, agg.to_json())
 
 
 def load(path: Path = MODEL_PATH) -> Aggregator:
-    if not path.exists():
-        raise FileNotFoundError(f"{path} missing; rebuild it with `cidermill eval data entailment --write-model`")
-    return Aggregator.from_json(json.loads(path.read_text()), path)
+    return Aggregator.from_json(read_model_json(path), path)

