@@ -169,7 +169,7 @@ def test_stage_scores_with_the_model_and_filters_at_its_threshold():
     kept = "Mayor Ortiz said the change would cost 40,000 dollars a year. The council approved the budget."
     invented = "Mayor Fischer closed the city library for 12 weeks."
     t = pa.table({"payload": [DOC, DOC], "summary": [kept, invented]})
-    result = EntailmentScore({})(t)
+    result = EntailmentScore({"method": "nli"})(t)
     scored = result.table
     assert scored.column("entail__sentences").to_pylist() == [2, 1]
     # both sentences of the first are copies and the second names a mayor and a number the payload lacks:
@@ -178,11 +178,13 @@ def test_stage_scores_with_the_model_and_filters_at_its_threshold():
     assert scored.column("entail__min_sentence").to_pylist() == [1.0, 0.0]
     assert scored.column("entail__model_precision").to_pylist() == [None, None]
     assert result.stats.counters == {"sentences": 3, "sentences_read_by_model": 0, "sentences_settled_by_first_pass": 3}
-    res = EntailmentFilter({})(scored)
+    res = EntailmentFilter({"method": "nli"})(scored)
     assert res.stats.dropped == {"not_entailed": 1}
     assert res.table.column("summary").to_pylist() == [kept]
-    assert set(EntailmentScore({}).describe()["resources"]) == {"support_model", "consistency_model", "nli_weights",
-                                                                "nli_manifest"}
+    assert set(EntailmentScore({"method": "nli"}).describe()["resources"]) == {
+        "support_model", "consistency_model", "nli_weights", "nli_manifest"}
+    # the default is the lexical support score: no model, so no model resources
+    assert set(EntailmentScore({}).describe()["resources"]) == {"support_model"}
 
 
 def test_model_reads_a_paraphrase_and_a_swap():
