@@ -2,8 +2,9 @@
 
     nice -n 10 python -m synth.summaries.nli_train --data ../shared/data/nli --work out/nli_train
 
-Reproduces `synth/summaries/nli_minilm/` (the shipped weights). The data folder is passed explicitly
-(product code never reads `../shared`). One thread by default: the machine it was made on had two cores
+Reproduces `synth/summaries/nli_minilm/` (the shipped weights; that run was stopped at step 1146,
+so add `--max-steps 1146`: the schedule stays the 1438-step one, see its manifest). The data folder
+is passed explicitly (product code never reads `../shared`). One thread by default: the machine it was made on had two cores
 shared with other work. Every `--checkpoint-minutes` the trainable weights, the optimiser, the schedule
 and the step go to `--work`/checkpoint.pt (written to a temp name, then renamed), so a killed run
 resumes where it stopped with the same batches (the batch order is a function of `--seed` alone).
