@@ -53,8 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="calibrate the summary entailment filter's threshold on your own labelled pairs")
     e.add_argument("pairs", help='JSON lines: {"document" (or "payload"), "summary", "label": 1 consistent / 0 not}')
     e.add_argument("--folds", type=int, default=5, help="cross-validation folds, split by document (default 5)")
-    e.add_argument("--method", choices=("nli", "support"), default="nli",
-                   help="the score to calibrate: the entailment model (default) or the lexical support score")
+    e.add_argument("--method", choices=("nli", "support"), default="support",
+                   help="the score to calibrate: the lexical support score (default, as the stage's) or the "
+                        "entailment model")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.set_defaults(func=cmd_entailment_threshold)
 
