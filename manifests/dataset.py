@@ -22,15 +22,17 @@ class ShardProblem:
 class DatasetVersion:
     """An opened dataset version. Construction reads and validates the manifest only."""
 
-    def __init__(self, directory: Location | str):
+    def __init__(self, directory: Location | str, *, manifest: Manifest | None = None):
         self.directory = directory if isinstance(directory, Location) else Location.parse(directory)
         manifest_loc = self.directory.join(MANIFEST_NAME)
-        if not manifest_loc.exists():
-            raise ManifestError(
-                f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
-                "incomplete and does not exist"
-            )
-        self.manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
+        if manifest is None:
+            if not manifest_loc.exists():
+                raise ManifestError(
+                    f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
+                    "incomplete and does not exist"
+                )
+            manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
+        self.manifest = manifest
         # Refuse unsafe paths up front, before anyone opens a shard.
         self._shard_locs = [
             safe_relpath(self.directory, s.path, what=f"{manifest_loc.uri} shard {i}")
