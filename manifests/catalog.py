@@ -253,20 +253,18 @@ class Catalog:
         for loc in ndir.listdir():
             if ".tmp-" in loc.name:
                 _delete_quietly(loc)
-            elif _VERSION_DIR.fullmatch(loc.name) and not loc.join(MANIFEST_NAME).exists():
-                if loc.name == keep:
+            elif not _VERSION_DIR.fullmatch(loc.name):
+                continue
+            elif loc.join(MANIFEST_NAME).exists() or loc.name == keep:
+                if self.root.is_local:  # temporary files exist only where writes are not single PUTs
                     for sub in (loc, loc.join("shards")):
                         for fname in sub.file_sizes():
                             if ".tmp-" in fname:
                                 _delete_quietly(sub.join(fname))
-                else:
-                    log.warning("removing %s: a version directory without a manifest (a publish that did not "
-                                "finish)", loc.uri)
-                    _delete_quietly(loc)
-            elif loc.name == keep:
-                for fname in loc.file_sizes():
-                    if ".tmp-" in fname:
-                        _delete_quietly(loc.join(fname))
+            else:
+                log.warning("removing %s: a version directory without a manifest (a publish that did not "
+                            "finish)", loc.uri)
+                _delete_quietly(loc)
 
     def _set_latest(self, manifest: Manifest) -> None:
         latest = self.root.join(manifest.name, LATEST)

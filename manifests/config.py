@@ -108,8 +108,10 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
             try:
                 return _coerce(value, arg, key=key, where=where)
             except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(f"{key} in {where}: {value!r} does not fit {_type_name(tp)}")
+                errors.append(exc)
+        if len(errors) == 1:  # `float | None`: the one real type's own error says more
+            raise errors[0]
+        raise ConfigError(f"{key} in {where}: {_show(value)} does not fit {_type_name(tp)}")
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:

@@ -31,9 +31,17 @@ def _locations(state) -> list[Location]:
     return [as_location(state)]
 
 
-def load_drop_ids(state) -> pa.Array:
+def drop_lists_key(state) -> tuple:
+    """Which drop lists, as they are now: a list rebuilt at the same path (a rerun after an input changed)
+    is another key, so a long-lived process (a test, a notebook, a Ray worker) never applies a stale one."""
     locs = _locations(state)
-    key = tuple(loc.uri for loc in locs)
+    infos = locs[0].fs.get_file_info([loc.path for loc in locs]) if locs else []
+    return tuple((loc.uri, info.size, info.mtime_ns) for loc, info in zip(locs, infos))
+
+
+def load_drop_ids(state, key: tuple | None = None) -> pa.Array:
+    locs = _locations(state)
+    key = key if key is not None else drop_lists_key(state)
     if key not in _CACHE:
         parts = [c for loc in locs for c in read_table(loc, ["id"], what="dedup drop list").column("id").chunks]
         _CACHE.clear()  # one artifact at a time per process is enough
@@ -49,11 +57,14 @@ class DropIds(Filter):
     def __init__(self, config, state):
         super().__init__(config)
         self.state = state
+        self._lists_key = None  # drop_lists_key, taken once per bound stage (not a statistic: a fixed fact)
 
     def reasons(self, table: pa.Table) -> pa.Array:
         if not _locations(self.state):
             return pa.nulls(table.num_rows, pa.string())
-        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.state))
+        if self._lists_key is None:
+            self._lists_key = drop_lists_key(self.state)
+        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.state, self._lists_key))
         return pc.if_else(hit, pa.scalar(self.reason), pa.scalar(None, pa.string()))
 
 

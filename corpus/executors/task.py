@@ -120,7 +120,7 @@ def read_marker(marker: Location, *, files: Callable[[dict], list[tuple[Location
         payload = json.loads(marker.read_bytes())
         expected = files(payload)
     except (ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: ignoring unreadable marker %s (%s); redoing", what, marker.uri, exc)
+        log.warning("%s: not reusing its marker %s (%s); redoing the task", what, marker.uri, exc)
         marker.delete()
         return None
     for loc, size in expected:

@@ -155,16 +155,23 @@ class WarcReader(Reader):
         limit = self.config.max_payload_bytes + _MAX_HTTP_HEADER
         state.pending = None
         last = start if start else -1  # the last record start seen; a resync looks after it
+        dropped = None  # the last record dropped with its own reason (its bytes are accounted for)
         try:
-            for record in ArchiveIterator(f, record_types=types, parse_http=False, strict_mode=False):
+            # every type: a record of a type not kept still tells where the one before it ended
+            for record in ArchiveIterator(f, record_types=WarcRecordType.any_type, parse_http=False,
+                                          strict_mode=False):
                 state.commit()  # FastWARC parsed this record's header: the one before ended where it said
-                state.n_seen += 1
                 offset = last = record.stream_pos
                 rid = (record.record_id or "").strip("<>").removeprefix("urn:uuid:")
                 where = f"offset {offset} record {rid or '?'}"
+                if not record.record_type & types:
+                    state.pending = _Pending(None, offset, record.content_length, where)  # checked, not kept
+                    continue
+                state.n_seen += 1
                 if record.content_length > limit:
                     on_record_error(RecordError(uri, where, f"payload_too_large: {record.content_length} "
                                                 f"bytes > {self.config.max_payload_bytes}"))
+                    dropped = offset
                     continue
                 try:
                     block = record.reader.read()
@@ -181,9 +188,11 @@ class WarcReader(Reader):
                 if bad_digest:
                     on_record_error(RecordError(uri, where, f"block_digest_mismatch: {bad_digest} (a wrong "
                                                 "Content-Length or damaged bytes)"))
+                    dropped = offset
                     continue
                 if not rid:
                     on_record_error(RecordError(uri, where, "missing_record_id: no WARC-Record-ID header"))
+                    dropped = offset
                     continue
                 status, ctype, body = split_http(block)
                 url = (record.headers.get("WARC-Target-URI") or "").strip("<>")
@@ -194,7 +203,9 @@ class WarcReader(Reader):
                     yield state.rows.table()
                     state.rows = _Columns()
         except OSError as exc:  # FastWARC: the next header is not WARC, corrupt deflate data between records
-            return _Problem(_first_line(exc), after=state.pending.offset if state.pending else last)
+            if state.pending is not None:
+                return _Problem(_first_line(exc), after=state.pending.offset)
+            return _Problem(_first_line(exc), after=last, reported=dropped is not None and dropped == last)
         state.commit()
         return None
 
@@ -212,9 +223,10 @@ class WarcReader(Reader):
             state.commit()
             state.clean_end = end
             return end - 1 if end is not None else p.offset
-        on_record_error(RecordError(uri, p.where, f"bad_content_length: Content-Length {p.content_length} does not "
-                                    f"end the record (what follows is not the record's end; {problem.reason})"))
-        problem.reported = True
+        if p.row is not None:  # a record of a type not kept is not reported; the bytes after it are
+            on_record_error(RecordError(uri, p.where, f"bad_content_length: Content-Length {p.content_length} does "
+                                        f"not end the record (what follows is not the record's end; {problem.reason})"))
+            problem.reported = True
         return p.offset
 
 
@@ -244,10 +256,10 @@ class _State:
     shard_error: str | None = None
 
     def commit(self) -> None:
-        if self.pending is not None:
+        if self.pending is not None and self.pending.row is not None:
             self.rows.append(*self.pending.row)
             self.n_kept += 1
-            self.pending = None
+        self.pending = None
 
 
 def _first_line(exc: BaseException) -> str:
