@@ -107,7 +107,7 @@ class Location:
         return [Location(self.fs, p) for p in sorted(found)]
 
     def read_bytes(self) -> bytes:
-        with self.fs.open_input_stream(self.path) as f:
+        with self.fs.open_input_stream(self.path, compression=None) as f:
             return f.read()
 
     def write_bytes_atomic(self, data: bytes) -> None:
@@ -146,7 +146,7 @@ class Location:
         """Return (hex digest, byte count) of the file, streamed."""
         digest = hashlib.sha256()
         n_bytes = 0
-        with self.fs.open_input_stream(self.path) as f:
+        with self.fs.open_input_stream(self.path, compression=None) as f:
             while chunk := f.read(_CHUNK):
                 digest.update(chunk)
                 n_bytes += len(chunk)

@@ -237,3 +237,21 @@ def test_count_fields_still_take_units():
 
     assert build_config(C, {"n": "6.3T"}, where="x").n == 6_300_000_000_000
     assert os.environ.get("NO_SUCH_VAR") is None
+
+
+def test_reading_a_version_checks_rows_always_and_hashes_when_asked(tmp_path):
+    cat = Catalog(tmp_path)
+    a = cat.write_table("docs", _table("a"))
+    b = cat.write_table("other", _table("b"))  # as many rows: a swap keeps the row count
+    c = cat.write_table("short", _table("c", 1))
+    shard_a = _mpath(tmp_path, a).parent / a.manifest.shards[0].path
+    shard_a.write_bytes((_mpath(tmp_path, b).parent / b.manifest.shards[0].path).read_bytes())
+    v = cat.resolve("docs")
+    assert v.read().column("id").to_pylist() == ["b0", "b1", "b2"]  # what an unverified read sees
+    with pytest.raises(ManifestError, match=r"part-00000-000\.parquet: sha256 .* does not match the manifest's"):
+        v.read(verify=True)
+    with pytest.raises(ManifestError, match="does not match the manifest's"):
+        next(v.iter_batches(verify=True))
+    shard_a.write_bytes((_mpath(tmp_path, c).parent / c.manifest.shards[0].path).read_bytes())
+    with pytest.raises(ManifestError, match="1 rows, the manifest says 3"):
+        v.read()
