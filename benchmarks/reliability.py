@@ -29,10 +29,12 @@ run through the real CLI in subprocesses. A clean run first gives the reference 
   input whose task had finished is then edited in place, keeping its size (letters of one document's
   text change case), and the run is repeated. Stale = its version is not the version a clean run on
   the edited inputs makes (the old rows were reused).
-- read-verify: a copy of the reference root has one shard of the version tampered with (replaced by
-  another valid shard of it, by a shard of its rejects, one byte flipped, cut short, bytes appended),
+- read-verify: a copy of the reference root has one shard of the version tampered with (rewritten with
+  one text edited, replaced by another shard of it, one byte flipped, cut short, bytes appended),
   then a pipeline reads the version as input. Silent = it exits 0 (it read what the manifest does not
-  describe); a refusal must be one line naming the shard, with nothing published.
+  describe); a refusal must be one line naming the shard, with nothing published. ("Another shard of
+  it" repeats ids, which the unique-id check refuses even without hashes; "one text edited" is a valid
+  shard with the same schema, ids and rows, which only hashes catch.)
 """
 
 from __future__ import annotations
@@ -273,7 +275,19 @@ def kill_edit(work: Path, tries: int, rng: random.Random) -> dict:
 
 def _tamper(shard: Path, how: str, others: list[Path], rng: random.Random) -> None:
     data = shard.read_bytes()
-    if how in ("other shard", "rejects shard"):
+    if how == "one text edited":  # another valid shard: same schema, ids and row count, other content
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from manifests.shards import write_options
+
+        t = pq.read_table(shard)
+        i = rng.randrange(t.num_rows)
+        text = t.column("text").to_pylist()
+        text[i] = text[i].upper()
+        pq.write_table(t.set_column(t.schema.get_field_index("text"), "text", pc.cast(text, t.schema.field("text").type)),
+                       shard, row_group_size=64, **write_options())
+    elif how == "another shard of it":
         shard.write_bytes(rng.choice(others).read_bytes())
     elif how == "flipped byte":
         i = rng.randrange(len(data))
@@ -286,7 +300,7 @@ def _tamper(shard: Path, how: str, others: list[Path], rng: random.Random) -> No
 
 def read_verify(work: Path, tries: int, rng: random.Random) -> dict:
     """Tamper with one shard of the reference version, then read the version as input."""
-    kinds = ["other shard", "rejects shard", "flipped byte", "cut short", "bytes appended"]
+    kinds = ["one text edited", "another shard of it", "flipped byte", "cut short", "bytes appended"]
     res = {"silent": 0, "published": 0, "multi_line": 0, "refused": 0, "by_kind": {}, "notes": []}
     for t in range(tries):
         root = work / f"rv-{t}"
@@ -297,8 +311,7 @@ def read_verify(work: Path, tries: int, rng: random.Random) -> dict:
         how = kinds[t % len(kinds)]
         target = rng.choice(shards)
         others = [s for s in shards if s != target and s.read_bytes() != target.read_bytes()] \
-            if how == "other shard" else []
-        others = others or [Path(loc.path) for loc in rej.shard_locations()]
+            or [Path(loc.path) for loc in rej.shard_locations()]
         _tamper(target, how, others, rng)
         cfg = {"name": "rel-copy", "input": {"format": "parquet", "version": "rel"}, "output": {"root": str(root)},
                "executor": {"kind": "local", "workers": 2}, "stages": [{"text_length_v1": {"min_chars": 1}}]}
