@@ -168,8 +168,12 @@ def _current_input_sha256(spec: TaskSpec) -> str:
 def _check_input(spec: TaskSpec, digest: InputDigest, rows: int) -> None:
     """A shard of a catalog version must be the bytes (and hold the rows) its manifest promises."""
     f = spec.input
-    what = f"input {f.location.uri}" + (f" (a shard of {f.version[:f.version.index('@') + 13]})" if f.version else "")
-    fix = f"; run `cidermill data verify {f.version[:f.version.index('@') + 13]}`" if f.version else ""
+    ref = ""
+    if f.version:
+        name, _, vid = f.version.partition("@")
+        ref = f"{name}@{vid[:12]}"
+    what = f"input {f.location.uri}" + (f" (a shard of {ref})" if ref else "")
+    fix = f"; run `cidermill data verify {ref}`" if ref else ""
     if f.sha256 and digest.sha256 != f.sha256:
         raise FatalError(f"{what}: sha256 {digest.sha256[:12]} does not match the manifest's {f.sha256[:12]}; the "
                          f"shard was replaced or damaged after publishing, so nothing read from it is used{fix}")

@@ -110,6 +110,7 @@ class WarcReader(Reader):
         stream = self.open_stream(source)  # hashed as FastWARC reads it (base.py)
         raw = None  # a random-access handle, opened only to check framing and resynchronise
         start, f = 0, stream
+        floor = -1  # where the last resync restarted: the next one looks strictly after it, so it progresses
         try:
             while True:
                 problem = yield from self._records(f, start, source, types, state, batch_rows, on_record_error)
@@ -118,7 +119,7 @@ class WarcReader(Reader):
                 if raw is None:
                     raw = loc.fs.open_input_file(loc.path)
                     state.gz = raw.read(2) == _GZIP
-                after = self._settle(raw, problem, state, loc.uri, on_record_error)
+                after = max(self._settle(raw, problem, state, loc.uri, on_record_error), floor)
                 nxt = _next_record_start(raw, after, gz=state.gz)
                 if nxt is None:
                     if state.clean_end is not None:
@@ -138,7 +139,7 @@ class WarcReader(Reader):
                                                 f"{nxt - max(gap_from, 0):,} bytes up to the next record at offset "
                                                 f"{nxt} skipped ({problem.reason})"))
                 raw.seek(nxt)
-                start, f = nxt, raw
+                start, f, floor = nxt, raw, nxt
         finally:
             if raw is not None:
                 raw.close()
