@@ -123,10 +123,11 @@ def _check_columns(f: InputFile, schema: pa.Schema, *, reads: tuple[str, ...], s
 
 
 def check_version_shard(f: InputFile, n_rows: int) -> None:
-    """A shard of a catalog version: its size and rows as the manifest says (bytes are hashed by the task)."""
+    """A shard of a catalog version: its rows as the manifest says (its bytes are hashed by the task)."""
     if f.rows is not None and n_rows != f.rows:
-        raise ConfigError(f"input {f.location.uri} (a shard of {f.version}): holds {n_rows} rows, its manifest says "
-                          f"{f.rows}; the version was damaged after publishing (cidermill data verify)")
+        raise ConfigError(f"input {f.location.uri} (a shard of {f.version_ref}): holds {n_rows} rows, its manifest "
+                          f"says {f.rows}; the version was damaged after publishing (cidermill data verify "
+                          f"{f.version_ref})")
 
 
 def check_parquet_schemas(inputs: list[InputFile], *, options: dict, cast: dict[str, str],
@@ -138,8 +139,9 @@ def check_parquet_schemas(inputs: list[InputFile], *, options: dict, cast: dict[
         footer = _footer(f)
         if footer is None:
             if f.version:
-                raise ConfigError(f"input {f.location.uri} (a shard of {f.version}) is missing or not a readable "
-                                  "Parquet file; the version was damaged after publishing (cidermill data verify)")
+                raise ConfigError(f"input {f.location.uri} (a shard of {f.version_ref}) is missing or not a "
+                                  "readable Parquet file; the version was damaged after publishing (cidermill data "
+                                  f"verify {f.version_ref})")
             continue
         if f.version:
             check_version_shard(f, footer[1])

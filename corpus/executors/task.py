@@ -168,10 +168,7 @@ def _current_input_sha256(spec: TaskSpec) -> str:
 def _check_input(spec: TaskSpec, digest: InputDigest, rows: int) -> None:
     """A shard of a catalog version must be the bytes (and hold the rows) its manifest promises."""
     f = spec.input
-    ref = ""
-    if f.version:
-        name, _, vid = f.version.partition("@")
-        ref = f"{name}@{vid[:12]}"
+    ref = f.version_ref
     what = f"input {f.location.uri}" + (f" (a shard of {ref})" if ref else "")
     fix = f"; run `cidermill data verify {ref}`" if ref else ""
     if f.sha256 and digest.sha256 != f.sha256:

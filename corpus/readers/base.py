@@ -40,6 +40,12 @@ class InputFile:
     version: str | None = None  # `name@id` of the catalog version this shard belongs to
     verify: bool = True  # check the bytes against `sha256` (off only for this run's own staged shards)
 
+    @property
+    def version_ref(self) -> str:
+        """`name@<12 hex>` of the version this shard belongs to, for messages; "" for other inputs."""
+        name, _, vid = (self.version or "").partition("@")
+        return f"{name}@{vid[:12]}" if vid else ""
+
 
 @dataclass(frozen=True)
 class InputDigest:
