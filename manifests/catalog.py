@@ -91,7 +91,13 @@ class Catalog:
         with `skipped`, reported there: one bad manifest never hides the others."""
         out = []
         for ds_name in [name] if name else self.names():
-            for vdir in self.root.join(ds_name).listdir():
+            try:
+                vdirs = self.root.join(ds_name).listdir()
+            except OSError as exc:  # an unreadable folder hides its own versions, not the others'
+                if skipped is not None:
+                    skipped.append(SkippedManifest(self.root.join(ds_name).uri, _first_line(exc)))
+                continue
+            for vdir in vdirs:
                 if vdir.name.startswith(".") or not _VERSION_DIR.fullmatch(vdir.name):
                     continue  # LATEST, temp files, foreign entries
                 mloc = vdir.join(MANIFEST_NAME)
