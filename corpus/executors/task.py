@@ -333,15 +333,19 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
                 current = READ_STAGE
         except ShardError as exc:
             # A broken input file: keep what was read before the break, record it, go on.
-            log.error("task %d: %s", spec.index, exc)
+            shard_error = exc
             errors.append({"kind": "shard", "input": spec.input.key, "reason": exc.reason,
                            "records_read": exc.records_read})
+        else:
+            shard_error = None
         current = "read"
         if spec.input.sha256 and not spec.input.verify:
             digest = InputDigest(spec.input.sha256, 0)  # this run's own staged shard (see _current_input_sha256)
         else:
             digest = reader.input_digest(spec.input)
-            _check_input(spec, digest, read_stats.rows_in)
+            _check_input(spec, digest, read_stats.rows_in)  # a damaged version shard is that, not a shard error
+        if shard_error is not None:
+            log.error("task %d: %s", spec.index, shard_error)
         _check_owner(spec)
         shards = writer.close()
         rejects = rejects_writer.close() if rejects_writer is not None else []

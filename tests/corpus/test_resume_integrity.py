@@ -150,6 +150,20 @@ def test_a_version_whose_shard_was_replaced_by_another_valid_shard_is_refused_as
     assert [e.name for e in cat.versions()] == ["other", "src"]  # nothing published, no parent named
 
 
+def test_a_damaged_version_shard_is_one_error_not_a_shard_error_first(tmp_path, caplog):
+    root = tmp_path / "root"
+    _, a, _ = _two_versions(root)
+    shard_a = root / "src" / a.version_id / a.manifest.shards[0].path
+    data = bytearray(shard_a.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # inside the data pages, the footer intact
+    shard_a.write_bytes(bytes(data))
+    cfg = {"name": "copy", "input": {"format": "parquet", "version": "src"}, "output": {"root": str(root)},
+           "executor": {"workers": 1}, "stages": []}
+    with pytest.raises(FatalError, match=rf"{shard_a.name} \(a shard of src@{a.version_id[:12]}\): sha256"):
+        run_pipeline(load_pipeline(cfg), progress=False)
+    assert [r for r in caplog.records if r.levelname == "ERROR"] == []
+
+
 def test_a_version_shard_with_other_rows_is_refused_before_any_work(tmp_path):
     root = tmp_path / "root"
     cat, a, _ = _two_versions(root)
