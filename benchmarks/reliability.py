@@ -1,12 +1,13 @@
 """Reliability under ordinary misuse (issues 14 and 35): concurrent identical runs, kill -9 at random
 points, a full disk at random points, kill -9 then an edited input, and versions tampered with before
-they are read as input. Prints one line per scenario: tries and failures.
+they are read as input. Prints one line per scenario: tries and failures. The trainer's cases (kill -9
+during checkpoint saves, two runs into one folder: issue 45) are in reliability_training.py.
 
     .venv/bin/python benchmarks/reliability.py [--tries 10] [--seed 0]
-        [--only concurrent,kill,disk,kill-edit,read-verify] [--code DIR]
+        [--only concurrent,kill,disk,kill-edit,read-verify,train-kill,train-concurrent] [--code DIR]
 
 `--code DIR` runs the CLI of another checkout (e.g. `git archive <commit>` unpacked), to show what a
-scenario catches on the code before a change.
+scenario catches on the code before a change (the data-engine scenarios only).
 
 The pipeline is the bundled C4 sample (data/samples/c4) split into 6 JSONL files through
 normalize -> text_length -> exact_dedup (two passes, rejects on), local executor, 2 workers,
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tries", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="concurrent,kill,disk,kill-edit,read-verify")
+    ap.add_argument("--only", default="concurrent,kill,disk,kill-edit,read-verify,train-kill,train-concurrent")
     ap.add_argument("--code", help="run the CLI of this checkout instead of this one")
     args = ap.parse_args(argv)
     if args.code:
@@ -472,6 +473,11 @@ def main(argv: list[str] | None = None) -> int:
             for n in r["notes"]:
                 print("  ", n)
             failed |= bool(r["silent"] or r["published"] or r["multi_line"])
+    trainer = {s[len("train-"):] for s in only if s.startswith("train-")}
+    if trainer:  # the trainer's cases (issue 45) live in their own module
+        from reliability_training import run as run_trainer
+
+        failed |= run_trainer(args.tries, args.seed, trainer)
     return 1 if failed else 0
 
 

@@ -13,7 +13,8 @@ import os
 import pytest
 
 FIX = {
-    "bwrap": "install the Debian package bubblewrap (`make install` does it as root; else apt-get install -y bubblewrap)",
+    "bwrap": "install the Debian package bubblewrap (`make install` does it as root; "
+             "else apt-get install -y bubblewrap)",
     "unshare": "needs root and util-linux's unshare",
 }
 
@@ -43,3 +44,16 @@ def require_some_isolation() -> None:
 
     if not (available("bwrap") or available("unshare")):
         missing(f"no sandbox isolation works here: {FIX['bwrap']}, or run as root")
+
+
+def require_chromium() -> str:
+    """The path of a Chromium binary (Debian's `chromium`), or the test skips (fails under CI)."""
+    import shutil
+
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    missing("no Chromium here: install the Debian package chromium (`make install` does it as root; else "
+            "apt-get install -y chromium)")
+    return ""

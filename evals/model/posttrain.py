@@ -15,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from synth.checkers import bfcl_correct, judge_code, parse_calls
+from synth.checkers import bfcl_correct, judge_code, parse_calls, reference_entry_points
 
 from .data import data_file, read_jsonl
 
@@ -118,9 +118,13 @@ def run_mbpp(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
     for r in rows:
         first = r["code"].split("def ", 1)[1].split(":", 1)[0] if "def " in r["code"] else ""
         prompt = f'"""{r["text"]}\n{r["test_list"][0]}\n"""\ndef {first}:\n' if first else f'"""{r["text"]}"""\n'
+        # The task's entry points come from its reference solution: a completion cannot add more
+        # (nor lose one named like a builtin, as MBPP/126's `sum`).
+        setup = r.get("test_setup_code") or ""
+        job = {"tests": list(r["test_list"]), "prelude": setup,
+               "entry_points": reference_entry_points(r["code"], list(r["test_list"]), setup)}
         problems.append({"id": f"mbpp-{r['task_id']}", "prompt": prompt,
-                         "job": lambda c, r=r, prompt=prompt: {"solution": prompt + c, "tests": list(r["test_list"]),
-                                                               "prelude": r.get("test_setup_code") or ""}})
+                         "job": lambda c, job=job, prompt=prompt: {"solution": prompt + c, **job}})
     return _code_task("mbpp", problems, lm, samples=samples)
 
 

@@ -3,6 +3,10 @@ reward both come through here. The verdict is decided outside the sandboxed solu
 
 from __future__ import annotations
 
+from synth.sandbox.names import reference_entry_points
+
+__all__ = ["judge_code", "reference_entry_points"]
+
 
 def judge_code(solution: str, tests: str | list[str], *, prelude: str = "", entry_points: list[str] | None = None,
                timeout_s: float = 10.0, sandbox=None):

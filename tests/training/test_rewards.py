@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -153,3 +154,15 @@ def test_code_prompts_are_scored_by_the_sandbox_through_the_combined_scorer(tmp_
     with pytest.raises(RecordError, match=r"code.jsonl \[record 0\]: a code prompt needs"):
         path.write_text('{"text": "no tests"}\n')
         code_prompts(path)
+
+
+def test_a_code_prompts_reference_solution_names_its_entry_points(tmp_path):
+    # MBPP rows carry a reference (`code`): the task's entry points come from it, a builtin's name included.
+    from training.prompt_sets import code_prompts
+
+    path = tmp_path / "code.jsonl"
+    row = {"task_id": 126, "text": "Sum of common divisors.", "test_list": ["assert sum(10, 15) == 6"],
+           "code": "def sum(a, b):\n    return helper(a, b)\ndef helper(a, b):\n    return 6\n"}
+    path.write_text(json.dumps(row) + "\n")
+    (p,) = code_prompts(path)
+    assert p["reference"]["entry_points"] == ["sum"]

@@ -91,6 +91,23 @@ def test_humaneval_sampled_pass_at_k(shared_data):
     assert greedy["metrics"]["pass@1"] == 1.0
 
 
+def test_mbpp_entry_points_come_from_the_reference(shared_data, tmp_path):
+    # MBPP/126 names its function `sum`: the task's reference says so, so the tests' `sum` is the completion's
+    # (inferred, it would be the builtin); a completion still cannot rebind another name the tests use.
+    from evals.model.posttrain import run_mbpp
+
+    [row] = [json.loads(line) for line in open(shared_data / "benchmarks" / "mbpp" / "mbpp.jsonl")
+             if json.loads(line)["task_id"] == 126]
+    (tmp_path / "mbpp").mkdir()
+    (tmp_path / "mbpp" / "mbpp.jsonl").write_text(json.dumps(row) + "\n")
+    body = row["code"].split(":", 1)[1]   # the reference's body, after the prompt's `def sum(a,b):`
+    res = run_mbpp(Scripted(lambda p: body), tmp_path, None)
+    assert res["metrics"]["pass@1"] == 1.0
+    patch = "\n    return 0\nimport builtins\nbuiltins.sum = lambda *a: 6\n"
+    cheat = run_mbpp(Scripted(lambda p: patch), tmp_path, None)
+    assert cheat["metrics"]["pass@1"] == 0.0
+
+
 def test_summaries_graded_by_scripted_judge():
     from synth.backends.scripted import ScriptedBackend
 
