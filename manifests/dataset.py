@@ -64,7 +64,7 @@ class DatasetVersion:
         with `verify`, its sha256 too, before any of its rows are handed out (a second read of the shard)."""
         for info, loc in zip(self.manifest.shards, self._shard_locs):
             if verify:
-                self._check_bytes(info, loc)
+                self.check_bytes(info, loc)
             n_rows = 0
             with loc.fs.open_input_file(loc.path) as f:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
@@ -77,7 +77,7 @@ class DatasetVersion:
         tables = []
         for info, loc in zip(self.manifest.shards, self._shard_locs):
             if verify:
-                self._check_bytes(info, loc)
+                self.check_bytes(info, loc)
             with loc.fs.open_input_file(loc.path) as f:
                 tables.append(pq.read_table(f, columns=columns))
             self._check_rows(info, loc, tables[-1].num_rows)
@@ -86,7 +86,8 @@ class DatasetVersion:
             return schema.empty_table()
         return pa.concat_tables(tables)
 
-    def _check_bytes(self, info: ShardInfo, loc: Location) -> None:
+    def check_bytes(self, info: ShardInfo, loc: Location) -> None:
+        """Refuse, in one line naming the shard, a shard whose bytes are not the ones the manifest hashed."""
         sha, n_bytes = loc.sha256()
         if (sha, n_bytes) != (info.sha256, info.bytes):
             raise ManifestError(f"{loc.uri}: sha256 {sha[:12]} ({n_bytes} bytes) does not match the manifest's "
