@@ -87,6 +87,8 @@ class Stage(ABC):
         start = time.perf_counter()
         result = self.apply(table)
         result.stats.seconds += time.perf_counter() - start
+        result.stats.bytes_in += table.nbytes
+        result.stats.bytes_out += result.table.nbytes
         return result
 
     @abstractmethod

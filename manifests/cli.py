@@ -75,16 +75,17 @@ def cmd_ls(args) -> int:
 
 
 def read_hint(v) -> list[str]:
-    """How to read a version's rows with polars and duckdb: its shards glob (the version folder also
-    holds manifest.json, so pointing a reader at the folder fails)."""
-    paths = [s.path for s in v.manifest.shards if s.path.endswith(".parquet")]
-    if not paths:
+    """How to read a version's rows: its data folder (shards only) with the usual readers; the version
+    folder itself also holds manifest.json, so the hint names the folder below it."""
+    folder = v.data_folder
+    if folder is None:
         return []
-    folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
-    sub = folders.pop() + "/" if len(folders) == 1 and "" not in folders else ""
-    glob = f"{v.directory.uri}/{sub}*.parquet"
-    return [f"  read:      polars.read_parquet({glob!r})",
-            f"             duckdb.sql(\"SELECT * FROM read_parquet('{glob}')\")"]
+    d = folder.uri
+    return [f"  data:      {d}",
+            f"  read:      polars.scan_parquet({d!r})   pandas.read_parquet({d!r})",
+            f"             pyarrow.dataset.dataset({d!r})",
+            f"             datasets.load_dataset('parquet', data_dir={d!r})",
+            f"             duckdb.sql(\"SELECT * FROM read_parquet('{d}/*.parquet')\")"]
 
 
 def cmd_show(args) -> int:

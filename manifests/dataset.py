@@ -54,6 +54,21 @@ class DatasetVersion:
     def shard_locations(self) -> list[Location]:
         return list(self._shard_locs)
 
+    @property
+    def data_folder(self) -> Location | None:
+        """The folder that holds this version's Parquet shards and nothing else (`shards/`, or `rejects/` for
+        rejects): polars `scan_parquet`, pandas `read_parquet`, `pyarrow.dataset.dataset` and Hugging Face
+        `load_dataset("parquet", data_dir=...)` read it directly. The version folder above it also holds
+        `manifest.json`, which readers that take a folder try to read as Parquet. None for artifacts
+        (tokenizers, token files) and for shards spread over several folders."""
+        paths = [s.path for s in self.manifest.shards]
+        if not paths or not all(p.endswith(".parquet") for p in paths):
+            return None
+        folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
+        if len(folders) != 1 or "" in folders:
+            return None
+        return self.directory.join(folders.pop())
+
     def shard_path(self, shard: ShardInfo) -> Location:
         return self._shard_locs[self.manifest.shards.index(shard)]
 

@@ -79,10 +79,14 @@ class StageStats:
     dropped: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    bytes_in: int = 0  # Arrow bytes of the tables the stage was given / returned (all columns, in memory)
+    bytes_out: int = 0
 
     def merge(self, other: "StageStats") -> None:
         self.rows_in += other.rows_in
         self.rows_out += other.rows_out
+        self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
         for reason, n in other.dropped.items():
             self.dropped[reason] = self.dropped.get(reason, 0) + n
         for key, n in other.counters.items():
@@ -102,6 +106,8 @@ class StageStats:
             dropped={k: int(v) for k, v in d.get("dropped", {}).items()},
             counters={k: int(v) for k, v in d.get("counters", {}).items()},
             seconds=float(d.get("seconds", 0.0)),
+            bytes_in=int(d.get("bytes_in", 0)),
+            bytes_out=int(d.get("bytes_out", 0)),
         )
 
 

@@ -319,6 +319,7 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
                     table = _apply_cast(table, spec.cast, spec)
                 read_stats.rows_in += table.num_rows
                 read_stats.rows_out += table.num_rows
+                read_stats.bytes_out += table.nbytes
                 _report(spec, READ_STAGE, table.num_rows)
                 def entering(name: str) -> None:
                     nonlocal current

@@ -292,7 +292,8 @@ def collect(catalog: Catalog, ref: str, *, samples: int = 5, seed: int = 0, vs: 
     version = catalog.resolve(ref)
     m = version.manifest
     funnel = [{"name": s.name, "rows_in": s.rows_in, "rows_out": s.rows_out, "dropped": dict(s.dropped),
-               "seconds": s.seconds, "counters": dict(s.counters)} for s in m.stats]
+               "seconds": s.seconds, "counters": dict(s.counters), "bytes_in": s.bytes_in,
+               "bytes_out": s.bytes_out} for s in m.stats]
     reasons = sorted(((s["name"], r, n) for s in funnel for r, n in s["dropped"].items()), key=lambda x: -x[2])
     rejects = _rejects_of(catalog, version)
     dropped, read = sample_rejects(rejects, samples, seed) if rejects is not None else ({}, 0)
