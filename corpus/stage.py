@@ -70,6 +70,12 @@ class Stage(ABC):
         when they do (a stage that reads nothing returns {} and its description is unchanged)."""
         return {}
 
+    def reads(self) -> tuple[str, ...]:
+        """The input columns this stage needs, for the checks made before a run (preflight.py): its
+        config's `field` if it has one, else `text`. A stage that reads other columns says so."""
+        field = getattr(self.config, "field", None)
+        return (field,) if isinstance(field, str) and field else ("text",)
+
     def describe(self) -> dict:
         out = {"name": self.name, "config": self.config_dict()}
         resources = self.resources()

@@ -32,10 +32,18 @@ def _locations(state) -> list[Location]:
     return [as_location(state)]
 
 
-def _load(state) -> tuple[pa.Array, pa.Array]:
+def drop_lists_key(state) -> tuple:
+    """Which drop lists, as they are now: a list rebuilt at the same path (a rerun after an input changed)
+    is another key, so a long-lived process (a test, a notebook, a Ray worker) never applies a stale one."""
+    locs = _locations(state)
+    infos = locs[0].fs.get_file_info([loc.path for loc in locs]) if locs else []
+    return tuple((loc.uri, info.size, info.mtime_ns) for loc, info in zip(locs, infos))
+
+
+def _load(state, key: tuple | None = None) -> tuple[pa.Array, pa.Array]:
     """(ids, kept ids) of every drop list of `state`; kept ids null where a list has none."""
     locs = _locations(state)
-    key = tuple(loc.uri for loc in locs)
+    key = key if key is not None else drop_lists_key(state)
     if key not in _CACHE:
         ids, kept = [], []
         for loc in locs:
@@ -50,8 +58,8 @@ def _load(state) -> tuple[pa.Array, pa.Array]:
     return _CACHE[key]
 
 
-def load_drop_ids(state) -> pa.Array:
-    return _load(state)[0]
+def load_drop_ids(state, key: tuple | None = None) -> pa.Array:
+    return _load(state, key)[0]
 
 
 class DropIds(Filter):
@@ -63,15 +71,21 @@ class DropIds(Filter):
     def __init__(self, config, state):
         super().__init__(config)
         self.state = state
+        self._lists_key = None  # drop_lists_key, taken once per bound stage (not a statistic: a fixed fact)
+
+    def _key(self) -> tuple:
+        if self._lists_key is None:
+            self._lists_key = drop_lists_key(self.state)
+        return self._lists_key
 
     def reasons(self, table: pa.Table) -> pa.Array:
         if not _locations(self.state):
             return pa.nulls(table.num_rows, pa.string())
-        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.state))
+        hit = pc.is_in(table.column("id"), value_set=load_drop_ids(self.state, self._key()))
         return pc.if_else(hit, pa.scalar(self.reason), pa.scalar(None, pa.string()))
 
     def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
-        ids, kept = _load(self.state)
+        ids, kept = _load(self.state, self._key())
         where = pc.index_in(table.column("id").take(dropped), value_set=ids)
         return evidence({"kept_id": k} for k in kept.take(where).to_pylist())
 

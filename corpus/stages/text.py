@@ -132,6 +132,9 @@ class HttpResponse(Filter):
     name = "http_response_v1"
     Config = HttpResponseConfig
 
+    def reads(self) -> tuple[str, ...]:
+        return ("http_status", "content_type")
+
     def reasons(self, table: pa.Table) -> pa.Array:
         status_ok = pc.fill_null(pc.is_in(table.column("http_status"),
                                           value_set=pa.array(self.config.statuses, pa.int32())), False)
