@@ -43,5 +43,12 @@ test-fast: install
 bench: $(STAMP)
 	$(BIN)/python benchmarks/executor_overhead.py
 
+# Every GPU path in one run (issue 42): a pass/fail line per step and a table in $$OUT, else data/reports/gpu-check.
+# Without CUDA it checks each step's setup and says `skipped: no GPU`; GPU_CHECK_ARGS=--dry also runs the
+# training steps on the CPU at tiny shapes (what tests/training/test_gpu_check.py does in CI).
+.PHONY: gpu-check
+gpu-check: $(STAMP)
+	$(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
 clean:
 	rm -rf $(VENV) $(ROOT) build *.egg-info

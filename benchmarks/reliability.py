@@ -1,9 +1,13 @@
-"""Reliability under ordinary misuse (issue 14): concurrent identical runs, kill -9 at random
-points, a full disk at random points. Prints one line per scenario: tries and failures. The trainer's
-cases (kill -9 during checkpoint saves, two runs into one folder: issue 45) are in reliability_training.py.
+"""Reliability under ordinary misuse (issues 14 and 35): concurrent identical runs, kill -9 at random
+points, a full disk at random points, kill -9 then an edited input, and versions tampered with before
+they are read as input. Prints one line per scenario: tries and failures. The trainer's cases (kill -9
+during checkpoint saves, two runs into one folder: issue 45) are in reliability_training.py.
 
     .venv/bin/python benchmarks/reliability.py [--tries 10] [--seed 0]
-        [--only concurrent,kill,disk,train-kill,train-concurrent]
+        [--only concurrent,kill,disk,kill-edit,read-verify,train-kill,train-concurrent] [--code DIR]
+
+`--code DIR` runs the CLI of another checkout (e.g. `git archive <commit>` unpacked), to show what a
+scenario catches on the code before a change (the data-engine scenarios only).
 
 The pipeline is the bundled C4 sample (data/samples/c4) split into 6 JSONL files through
 normalize -> text_length -> exact_dedup (two passes, rejects on), local executor, 2 workers,
@@ -22,6 +26,16 @@ run through the real CLI in subprocesses. A clean run first gives the reference 
   without their version, temp files left, an error longer than one line, or a version published
   while the run exited non-zero. After each try the tmpfs is made large enough and the run
   repeated: it must finish with the reference version id (resume after a full disk).
+- kill-edit: the run is killed (SIGKILL) as soon as a task has written its completion marker; one
+  input whose task had finished is then edited in place, keeping its size (letters of one document's
+  text change case), and the run is repeated. Stale = its version is not the version a clean run on
+  the edited inputs makes (the old rows were reused).
+- read-verify: a copy of the reference root has one shard of the version tampered with (rewritten with
+  one text edited, replaced by another shard of it, one byte flipped, cut short, bytes appended),
+  then a pipeline reads the version as input. Silent = it exits 0 (it read what the manifest does not
+  describe); a refusal must be one line naming the shard, with nothing published. ("Another shard of
+  it" repeats ids, which the unique-id check refuses even without hashes; "one text edited" is a valid
+  shard with the same schema, ids and rows, which only hashes catch.)
 """
 
 from __future__ import annotations
@@ -47,8 +61,8 @@ from manifests import Catalog  # noqa: E402
 PY = sys.executable
 
 
-def make_config(work: Path, root: Path) -> Path:
-    folder = work / "in"
+def make_config(work: Path, root: Path, *, folder: Path | None = None) -> Path:
+    folder = folder or work / "in"
     if not folder.exists():
         folder.mkdir(parents=True)
         with gzip.open(REPO / "data/samples/c4/c4_demo.jsonl.gz", "rt", encoding="utf-8") as f:
@@ -76,6 +90,7 @@ def cli(config: Path) -> list[str]:
 
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+CODE = REPO  # the checkout whose CLI runs (--code)
 
 
 def check_root(root: Path, ref_id: str | None) -> list[str]:
@@ -102,7 +117,7 @@ def check_root(root: Path, ref_id: str | None) -> list[str]:
 def reference(work: Path) -> tuple[str, list[str], float]:
     root = work / "ref"
     t0 = time.perf_counter()
-    out = subprocess.run(cli(make_config(work, root)), env=ENV, capture_output=True, text=True, cwd=REPO)
+    out = subprocess.run(cli(make_config(work, root)), env=ENV, capture_output=True, text=True, cwd=CODE)
     seconds = time.perf_counter() - t0
     assert out.returncode == 0, out.stderr
     v = Catalog(str(root)).resolve("rel")
@@ -115,7 +130,7 @@ def concurrent(work: Path, tries: int, ref_id: str, rng: random.Random) -> tuple
     for t in range(tries):
         root = work / f"conc-{t}"
         config = make_config(work, root)
-        procs = [subprocess.Popen(cli(config), env=ENV, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        procs = [subprocess.Popen(cli(config), env=ENV, cwd=CODE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) for _ in range(2)]
         outs = [p.communicate() for p in procs]
         problems = [f"exit {p.returncode}: {err.strip().splitlines()[-1:]}" for p, (_, err) in zip(procs, outs)
@@ -159,7 +174,7 @@ def kill(work: Path, tries: int, ref_id: str, ref_ids: list[str], run_s: float,
     for t in range(tries):
         root = work / f"kill-{t}"
         config = make_config(work, root)
-        proc = subprocess.Popen(cli(config), env=ENV, cwd=REPO, start_new_session=True,
+        proc = subprocess.Popen(cli(config), env=ENV, cwd=CODE, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.2, run_s))
         finished = proc.poll() is not None
@@ -186,7 +201,7 @@ def kill(work: Path, tries: int, ref_id: str, ref_ids: list[str], run_s: float,
         problems = check_root(root, ref_id)
         if problems:
             notes.append(f"try {t} after kill: {problems}")
-        out = subprocess.run(cli(config), env=ENV, cwd=REPO, capture_output=True, text=True)
+        out = subprocess.run(cli(config), env=ENV, cwd=CODE, capture_output=True, text=True)
         if out.returncode != 0:
             res["failed_rerun"] += 1
             notes.append(f"try {t}: rerun exit {out.returncode}: {out.stderr.strip()[-300:]}")
@@ -198,6 +213,129 @@ def kill(work: Path, tries: int, ref_id: str, ref_ids: list[str], run_s: float,
         res["wrong_id"] += v.version_id != ref_id
         shutil.rmtree(root, ignore_errors=True)
     res["notes"] = notes
+    return res
+
+
+def _finished_inputs(root: Path) -> list[int]:
+    """Indices of pass-0 tasks that wrote their completion marker."""
+    return sorted(int(m.stem) for m in root.glob(".staging/*/pass-0/tasks/*.json"))
+
+
+def _edit_same_size(path: Path, rng: random.Random) -> None:
+    """Flip the case of letters in one document's text: valid JSON, same length, other content."""
+    lines = path.read_text().splitlines(keepends=True)
+    k = rng.randrange(len(lines))
+    doc = json.loads(lines[k])
+    doc["text"] = "".join(c.swapcase() if c.isascii() and c.isalpha() else c for c in doc["text"])
+    edited = json.dumps(doc) + "\n"
+    assert len(edited.encode()) == len(lines[k].encode())
+    lines[k] = edited
+    path.write_text("".join(lines))
+
+
+def kill_edit(work: Path, tries: int, rng: random.Random) -> dict:
+    """Kill as soon as a task finished, edit that task's input (same size), rerun; compare with a clean run."""
+    res = {"killed_mid_run": 0, "stale": 0, "failed_rerun": 0, "notes": []}
+    for t in range(tries):
+        folder = work / f"ke-{t}" / "in"
+        shutil.copytree(work / "in", folder)
+        root = work / f"ke-{t}" / "root"
+        config = make_config(work, root, folder=folder)
+        proc = subprocess.Popen(cli(config), env=ENV, cwd=CODE, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 600
+        while proc.poll() is None and not _finished_inputs(root) and time.time() < deadline:
+            time.sleep(0.01)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            res["killed_mid_run"] += 1
+        proc.wait()
+        for pid in _session_pids(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        done = _finished_inputs(root) or [0]
+        _edit_same_size(sorted(folder.glob("*.jsonl"))[rng.choice(done)], rng)
+        out = subprocess.run(cli(config), env=ENV, cwd=CODE, capture_output=True, text=True)
+        clean_root = work / f"ke-{t}" / "clean"
+        clean = subprocess.run(cli(make_config(work, clean_root, folder=folder)), env=ENV, cwd=CODE,
+                               capture_output=True, text=True)
+        if out.returncode != 0 or clean.returncode != 0:
+            res["failed_rerun"] += 1
+            res["notes"].append(f"try {t}: exit {out.returncode}/{clean.returncode}: {out.stderr.strip()[-300:]}")
+            continue
+        got = Catalog(str(root)).resolve("rel").version_id
+        want = Catalog(str(clean_root)).resolve("rel").version_id
+        if got != want:
+            res["stale"] += 1
+            res["notes"].append(f"try {t}: resumed version {got[:12]} != clean run on the edited inputs {want[:12]}")
+        shutil.rmtree(work / f"ke-{t}", ignore_errors=True)
+    return res
+
+
+def _tamper(shard: Path, how: str, others: list[Path], rng: random.Random) -> None:
+    data = shard.read_bytes()
+    if how == "one text edited":  # another valid shard: same schema, ids and row count, other content
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from manifests.shards import write_options
+
+        t = pq.read_table(shard)
+        i = rng.randrange(t.num_rows)
+        text = t.column("text").to_pylist()
+        text[i] = text[i].upper()
+        pq.write_table(t.set_column(t.schema.get_field_index("text"), "text", pc.cast(text, t.schema.field("text").type)),
+                       shard, row_group_size=64, **write_options())
+    elif how == "another shard of it":
+        shard.write_bytes(rng.choice(others).read_bytes())
+    elif how == "flipped byte":
+        i = rng.randrange(len(data))
+        shard.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:])
+    elif how == "cut short":
+        shard.write_bytes(data[: rng.randrange(1, len(data))])
+    else:  # bytes appended
+        shard.write_bytes(data + os.urandom(rng.randrange(1, 64)))
+
+
+def read_verify(work: Path, tries: int, rng: random.Random) -> dict:
+    """Tamper with one shard of the reference version, then read the version as input."""
+    kinds = ["one text edited", "another shard of it", "flipped byte", "cut short", "bytes appended"]
+    res = {"silent": 0, "published": 0, "multi_line": 0, "refused": 0, "by_kind": {}, "notes": []}
+    for t in range(tries):
+        root = work / f"rv-{t}"
+        shutil.copytree(work / "ref", root)
+        v = Catalog(str(root)).resolve("rel")
+        rej = Catalog(str(root)).resolve("rel.rejects")
+        shards = [Path(loc.path) for loc in v.shard_locations()]
+        how = kinds[t % len(kinds)]
+        target = rng.choice(shards)
+        others = [s for s in shards if s != target and s.read_bytes() != target.read_bytes()] \
+            or [Path(loc.path) for loc in rej.shard_locations()]
+        _tamper(target, how, others, rng)
+        cfg = {"name": "rel-copy", "input": {"format": "parquet", "version": "rel"}, "output": {"root": str(root)},
+               "executor": {"kind": "local", "workers": 2}, "stages": [{"text_length_v1": {"min_chars": 1}}]}
+        import yaml
+
+        config = work / f"rv-{t}.yaml"
+        config.write_text(yaml.safe_dump(cfg))
+        out = subprocess.run(cli(config), env=ENV, cwd=CODE, capture_output=True, text=True)
+        lines = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith(("WARNING", "waiting"))]
+        published = any(e.name == "rel-copy" for e in Catalog(str(root)).versions())
+        kind = res["by_kind"].setdefault(how, [0, 0])
+        kind[0] += 1
+        if out.returncode == 0:
+            res["silent"] += 1
+            res["notes"].append(f"try {t} ({how}): read without a word")
+        else:
+            kind[1] += 1
+            res["refused"] += 1
+            if len(lines) != 1 or target.name not in lines[0]:
+                res["multi_line"] += 1
+                res["notes"].append(f"try {t} ({how}): error of {len(lines)} lines: {out.stderr.strip()[-300:]}")
+        res["published"] += published
+        shutil.rmtree(root, ignore_errors=True)
     return res
 
 
@@ -238,7 +376,7 @@ def disk(work: Path, tries: int, ref_id: str, need_kib: int, rng: random.Random)
                   f"{run} > {work}/out2 2> {work}/err2; echo $? > {work}/rc2; "
                   f"{PY} -c \"import sys; sys.path.insert(0, '{REPO}'); from manifests import Catalog; "
                   f"print(Catalog('{root}').resolve('rel').version_id)\" > {work}/id2 2>/dev/null")
-        done = subprocess.run(["unshare", "-rm", "sh", "-c", script], env=ENV, cwd=REPO, capture_output=True,
+        done = subprocess.run(["unshare", "-rm", "sh", "-c", script], env=ENV, cwd=CODE, capture_output=True,
                               text=True)
         if done.returncode == 99:
             return {"skipped": f"mount failed: {done.stderr.strip()}"}
@@ -270,11 +408,16 @@ def disk(work: Path, tries: int, ref_id: str, need_kib: int, rng: random.Random)
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CODE, ENV
     ap = argparse.ArgumentParser()
     ap.add_argument("--tries", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="concurrent,kill,disk,train-kill,train-concurrent")
+    ap.add_argument("--only", default="concurrent,kill,disk,kill-edit,read-verify,train-kill,train-concurrent")
+    ap.add_argument("--code", help="run the CLI of this checkout instead of this one")
     args = ap.parse_args(argv)
+    if args.code:
+        CODE = Path(args.code).resolve()
+        ENV = {**os.environ, "PYTHONPATH": str(CODE)}
     rng = random.Random(args.seed)
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="cidermill-rel-") as tmp:
@@ -282,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         ref_id, ref_ids, run_s = reference(work)
         need_kib = sum(f.stat().st_size for f in (work / "ref").rglob("*") if f.is_file()) // 1024 * 3
         print(f"reference: rel@{ref_id[:12]}, {len(ref_ids)} rows, one run {run_s:.1f} s, "
-              f"root {need_kib // 3} KiB", flush=True)
+              f"root {need_kib // 3} KiB (code: {CODE})", flush=True)
         failed = False
         if "concurrent" in only:
             broken, notes = concurrent(work, args.tries, ref_id, rng)
@@ -313,6 +456,23 @@ def main(argv: list[str] | None = None) -> int:
                     print("  ", n)
                 failed |= any(r[k] for k in ("partial_versions", "temp_files", "published_but_failed",
                                              "multi_line_errors", "failed_resume"))
+        if "kill-edit" in only:
+            r = kill_edit(work, args.tries, rng)
+            print(f"kill -9 after a task, then its input edited (same size): {args.tries} tries "
+                  f"({r['killed_mid_run']} killed mid-run), {r['stale']} stale versions, "
+                  f"{r['failed_rerun']} failed reruns", flush=True)
+            for n in r["notes"]:
+                print("  ", n)
+            failed |= bool(r["stale"] or r["failed_rerun"])
+        if "read-verify" in only:
+            r = read_verify(work, args.tries, rng)
+            kinds = ", ".join(f"{k} {v[1]}/{v[0]}" for k, v in r["by_kind"].items())
+            print(f"a version with a tampered shard read as input: {args.tries} tries, {r['silent']} read silently, "
+                  f"{r['published']} published, {r['multi_line']} refusals not one line naming the shard "
+                  f"(refused: {kinds})", flush=True)
+            for n in r["notes"]:
+                print("  ", n)
+            failed |= bool(r["silent"] or r["published"] or r["multi_line"])
     trainer = {s[len("train-"):] for s in only if s.startswith("train-")}
     if trainer:  # the trainer's cases (issue 45) live in their own module
         from reliability_training import run as run_trainer

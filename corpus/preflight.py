@@ -3,7 +3,12 @@
 - the data root is a directory we can write (or can be created), so a read-only or non-directory
   root fails in one line instead of a traceback from the middle of a run;
 - Parquet inputs share one schema once `input.cast` is applied, so a version never mixes
-  `string` with `large_string` or `int64` in one column; the error names the file and the column.
+  `string` with `large_string` or `int64` in one column; the error names the file and the column;
+- each Parquet input has the columns `options.columns` names and the columns the first stage reads
+  (`Stage.reads`), and a `text` column, if any, is a string: a struct `text`, a file without it or a
+  `columns` list that leaves it out would otherwise fail mid-run, after a dry run that passed;
+- a catalog version read as input still has every shard at the size and row count its manifest
+  says (the bytes themselves are hashed by each task as it reads them, task.py).
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from .readers import InputFile
 def preflight(pipeline, inputs: list[InputFile]) -> None:
     check_root(pipeline.catalog().root)
     if pipeline.input.format == "parquet":
-        check_parquet_schemas(inputs, options=pipeline.input.options, cast=pipeline.input.cast)
+        first = pipeline.stages[0].reads() if pipeline.stages else ()
+        check_parquet_schemas(inputs, options=pipeline.input.options, cast=pipeline.input.cast,
+                              reads=first, stage=pipeline.stages[0].name if pipeline.stages else "")
 
 
 def check_root(root: Location) -> None:
@@ -65,17 +72,31 @@ def _read_only(path: str) -> bool:
         return False
 
 
-def input_schema(f: InputFile, *, options: dict, cast: dict[str, str]) -> pa.Schema | None:
-    """The schema the Parquet reader will produce for `f` after `cast`; None if unreadable
-    (the run records an unreadable file as a shard error and goes on)."""
+def _footer(f: InputFile) -> tuple[pa.Schema, int] | None:
+    """The file's Arrow schema and row count from its footer; None if unreadable (the run records an
+    unreadable file as a shard error and goes on)."""
     try:
         with f.location.fs.open_input_file(f.location.path) as fh:
-            schema = pq.read_schema(fh)
+            meta = pq.ParquetFile(fh).metadata
+            return meta.schema.to_arrow_schema(), meta.num_rows
     except (OSError, pa.ArrowException):
         return None
+
+
+def input_schema(f: InputFile, *, options: dict, cast: dict[str, str], schema: pa.Schema | None = None) -> pa.Schema | None:
+    """The schema the Parquet reader will produce for `f` after `cast`; None if unreadable."""
+    if schema is None:
+        footer = _footer(f)
+        if footer is None:
+            return None
+        schema = footer[0]
     columns = options.get("columns")
     if columns:
-        schema = pa.schema([schema.field(c) for c in columns if c in schema.names])
+        missing = [c for c in columns if c not in schema.names]
+        if missing:
+            raise ConfigError(f"input {f.location.uri}: input.options.columns names {missing[0]!r}, which the file "
+                              f"does not have (its columns: {', '.join(schema.names)})")
+        schema = pa.schema([schema.field(c) for c in columns])
     text_field = options.get("text_field", "text")
     fields = []
     for fld in schema:
@@ -85,14 +106,47 @@ def input_schema(f: InputFile, *, options: dict, cast: dict[str, str]) -> pa.Sch
     return pa.schema(fields)
 
 
-def check_parquet_schemas(inputs: list[InputFile], *, options: dict, cast: dict[str, str]) -> None:
+def _check_columns(f: InputFile, schema: pa.Schema, *, reads: tuple[str, ...], stage: str, options: dict) -> None:
+    if not stage:
+        return  # no stages: a copy reads no column
+    if "text" in schema.names and not (pa.types.is_string(schema.field("text").type) or
+                                       pa.types.is_large_string(schema.field("text").type)):
+        raise ConfigError(f"input {f.location.uri}: column 'text' is {schema.field('text').type}, not a string; stages "
+                          "read it as text: point input.options.text_field at a string column, or cast it with "
+                          "`input: {cast: {text: string}}` if its values convert")
+    for col in reads:
+        if col not in schema.names:
+            why = ("input.options.columns leaves it out" if options.get("columns") else
+                   f"the file has no such column (its columns: {', '.join(schema.names)})")
+            fix = "; set input.options.text_field to the column that holds the text" if col == "text" else ""
+            raise ConfigError(f"input {f.location.uri}: stage {stage} reads column {col!r}, but {why}{fix}")
+
+
+def check_version_shard(f: InputFile, n_rows: int) -> None:
+    """A shard of a catalog version: its rows as the manifest says (its bytes are hashed by the task)."""
+    if f.rows is not None and n_rows != f.rows:
+        raise ConfigError(f"input {f.location.uri} (a shard of {f.version_ref}): holds {n_rows} rows, its manifest "
+                          f"says {f.rows}; the version was damaged after publishing (cidermill data verify "
+                          f"{f.version_ref})")
+
+
+def check_parquet_schemas(inputs: list[InputFile], *, options: dict, cast: dict[str, str],
+                          reads: tuple[str, ...] = (), stage: str = "") -> None:
     first: tuple[InputFile, pa.Schema] | None = None
     for f in inputs:
         if f.location.is_dir():
             continue
-        schema = input_schema(f, options=options, cast=cast)
-        if schema is None:
+        footer = _footer(f)
+        if footer is None:
+            if f.version:
+                raise ConfigError(f"input {f.location.uri} (a shard of {f.version_ref}) is missing or not a "
+                                  "readable Parquet file; the version was damaged after publishing (cidermill data "
+                                  f"verify {f.version_ref})")
             continue
+        if f.version:
+            check_version_shard(f, footer[1])
+        schema = input_schema(f, options=options, cast=cast, schema=footer[0])
+        _check_columns(f, schema, reads=reads, stage=stage, options=options)
         if first is None:
             first = (f, schema)
             continue

@@ -73,6 +73,12 @@ class Stage(ABC):
         when they do (a stage that reads nothing returns {} and its description is unchanged)."""
         return {}
 
+    def reads(self) -> tuple[str, ...]:
+        """The input columns this stage needs, for the checks made before a run (preflight.py): its
+        config's `field` if it has one, else `text`. A stage that reads other columns says so."""
+        field = getattr(self.config, "field", None)
+        return (field,) if isinstance(field, str) and field else ("text",)
+
     def describe(self) -> dict:
         out = {"name": self.name, "config": self.config_dict()}
         resources = self.resources()
@@ -84,6 +90,8 @@ class Stage(ABC):
         start = time.perf_counter()
         result = self.apply(table)
         result.stats.seconds += time.perf_counter() - start
+        result.stats.bytes_in += table.nbytes
+        result.stats.bytes_out += result.table.nbytes
         return result
 
     @abstractmethod
@@ -121,16 +129,20 @@ class Mapper(Stage):
 
     @abstractmethod
     def transform(self, table: pa.Table) -> tuple:
-        """Return (new table with the same row count, reasons or None), optionally followed by
-        a dict of counters for the stage's stats (e.g. PII found per category)."""
+        """Return (new table with the same row count, reasons or None, or `(reasons, evidence)` as in
+        `Filter.reasons`), optionally followed by a dict of counters for the stage's stats (e.g. PII found per category)."""
 
     def apply(self, table: pa.Table) -> StageResult:
         out, reasons, *rest = self.transform(table)
         if reasons is None:
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
+            details = out.column(self.detail_column) if self.detail_column else None
+            if isinstance(reasons, tuple):  # (reasons, evidence) as in Filter.reasons
+                reasons, found = reasons
+                details = evidence(found)
             result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None,
-                                    details=out.column(self.detail_column) if self.detail_column else None)
+                                    details=details)
         if rest:
             result.stats.counters.update(rest[0])
         return result
@@ -140,8 +152,10 @@ class Filter(Stage):
     """Decides per row: a reason string drops it, null keeps it."""
 
     @abstractmethod
-    def reasons(self, table: pa.Table) -> pa.Array:
-        """One entry per row: null to keep, else a short reason (`too_short`)."""
+    def reasons(self, table: pa.Table) -> pa.Array | tuple[pa.Array, list]:
+        """One entry per row: null to keep, else a short reason (`too_short`). A rule that measures
+        something while deciding may return `(reasons, evidence)` instead: one dict (or None) per row,
+        e.g. `{"rule": ..., "value": 0.04, "max": 0.01}`, which goes to the rejects' `drop_detail`."""
 
     def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None] | None:
         """The evidence for each dropped row (`dropped`: the row indices), as short JSON strings, or None.
@@ -151,7 +165,36 @@ class Filter(Stage):
 
     def apply(self, table: pa.Table) -> StageResult:
         reasons = self.reasons(table)
+        if isinstance(reasons, tuple):
+            reasons, found = reasons
+            return drop_by_reason(self.name, table, reasons, details=evidence(found))
         return drop_by_reason(self.name, table, reasons, details=lambda dropped: self.details(table, dropped))
+
+
+def decisions(failures: Iterable[tuple[str, Any] | None]) -> tuple[pa.Array, list]:
+    """Per-row `(reason, evidence)` or None (keep) -> what `Filter.reasons` returns."""
+    reasons, found = [], []
+    for f in failures:
+        reasons.append(None if f is None else f[0])
+        found.append(None if f is None else f[1])
+    return pa.array(reasons, pa.string()), found
+
+
+def evidence(items: Iterable[Any]) -> list[str | None]:
+    """Per-row evidence (dicts, lists, numbers or None) as the short JSON strings `drop_detail` holds;
+    floats rounded to 4 significant digits so a detail stays short and reads at a glance."""
+    return [None if item is None else json.dumps(_rounded(item), ensure_ascii=False, separators=(",", ":"))
+            for item in items]
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.4g}") if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
 
 
 class ThresholdFilter(Filter):

@@ -16,7 +16,9 @@ A reference is `name` (newest), `name@<id prefix>`, or `<id prefix>` (unique acr
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Iterable
@@ -29,13 +31,27 @@ from .errors import ManifestError
 from .locks import Lock
 from .manifest import MANIFEST_NAME, Manifest, PipelineInfo, StageStats, version_id_of
 from .shards import DEFAULT_TARGET_SHARD_BYTES, ShardWriter
-from .names import REJECTS_SUFFIX, validate_name
+from .names import REJECTS_SUFFIX, is_valid_name, validate_name
 from .storage import Location
 
 log = logging.getLogger("cidermill.catalog")
 
 STAGING = ".staging"
+_VERSION_DIR = re.compile(r"[0-9a-f]{64}")
+_HEX_PREFIX = re.compile(r"[0-9a-f]{1,64}")
 LATEST = "LATEST"  # <root>/<name>/LATEST holds the id of the version published last under that name
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _delete_quietly(loc: Location) -> None:
+    try:
+        loc.delete()
+    except OSError as exc:  # cleaning up is best effort; the publish itself does not depend on it
+        log.warning("could not delete %s: %s", loc.uri, exc)
 
 
 def utc_now() -> str:
@@ -53,24 +69,45 @@ class VersionEntry:
     kind: str = "dataset"  # manifest extra `kind`: dataset, rejects, tokenizer, ...
 
 
+@dataclass(frozen=True)
+class SkippedManifest:
+    """A manifest under the root that does not check: `ls` goes on without it and says so."""
+
+    uri: str
+    reason: str
+
+
 class Catalog:
     def __init__(self, root: Location | str):
         self.root = root if isinstance(root, Location) else Location.parse(root)
 
     # ---- listing and lookup -------------------------------------------------------------
     def names(self) -> list[str]:
-        return [loc.name for loc in self.root.listdir() if loc.is_dir() and not loc.name.startswith(".")]
+        return [loc.name for loc in self.root.listdir() if loc.is_dir() and is_valid_name(loc.name)]
 
-    def versions(self, name: str | None = None) -> list[VersionEntry]:
+    def versions(self, name: str | None = None, *, skipped: list[SkippedManifest] | None = None) -> list[VersionEntry]:
+        """Every version that checks, oldest first. A manifest that does not parse, fails its digest or
+        signature, or lies about its name or id (a directory copied under another name) is left out and,
+        with `skipped`, reported there: one bad manifest never hides the others."""
         out = []
         for ds_name in [name] if name else self.names():
-            for vdir in self.root.join(ds_name).listdir():
+            try:
+                vdirs = self.root.join(ds_name).listdir()
+            except OSError as exc:  # an unreadable folder hides its own versions, not the others'
+                if skipped is not None:
+                    skipped.append(SkippedManifest(self.root.join(ds_name).uri, _first_line(exc)))
+                continue
+            for vdir in vdirs:
+                if vdir.name.startswith(".") or not _VERSION_DIR.fullmatch(vdir.name):
+                    continue  # LATEST, temp files, foreign entries
                 mloc = vdir.join(MANIFEST_NAME)
-                if vdir.name.startswith(".") or not mloc.exists():
-                    continue  # no manifest: not a version
                 try:
-                    m = Manifest.from_json(mloc.read_bytes(), where=mloc.uri)
-                except ManifestError:
+                    if not mloc.exists():
+                        continue  # no manifest: not a version
+                    m = self.open_manifest(vdir, ds_name)
+                except (ManifestError, OSError) as exc:
+                    if skipped is not None:
+                        skipped.append(SkippedManifest(mloc.uri, _first_line(exc)))
                     continue  # listed by `verify`, not by `ls`
                 if not self._owner_published(m):
                     continue  # rejects of a version whose publish did not finish
@@ -78,26 +115,68 @@ class Catalog:
                                         str(m.extra.get("kind", "dataset"))))
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
+    def open_manifest(self, vdir: Location, name: str) -> Manifest:
+        """The manifest of `<root>/<name>/<id>/`, checked, and refused unless it names that name and id."""
+        mloc = vdir.join(MANIFEST_NAME)
+        m = Manifest.from_json(mloc.read_bytes(), where=mloc.uri)
+        if m.name != name or m.version_id != vdir.name:
+            raise ManifestError(f"{mloc.uri}: the manifest is for {m.name}@{m.version_id[:12]} but lies in "
+                                f"{name}/{vdir.name[:12]}; a version directory was copied or renamed by hand")
+        return m
+
     def resolve(self, ref: str) -> DatasetVersion:
         """Open a version by `name` (the one published last), `name@idprefix` or a bare id prefix."""
-        name, _, prefix = ref.partition("@")
-        if not prefix and name not in self.names():
+        if not isinstance(ref, str) or not ref.strip():
+            raise ManifestError("an empty dataset reference names no version; give `name`, `name@id` or an id prefix")
+        name, at, prefix = ref.partition("@")
+        if at:
+            validate_name(name, where=f"dataset reference {ref!r}", allow_rejects=True)
+            if not _HEX_PREFIX.fullmatch(prefix):
+                raise ManifestError(f"dataset reference {ref!r}: after '@' comes a version id prefix "
+                                    "(hex digits), e.g. docs@3fa2")
+        elif name not in self.names():
+            if not _HEX_PREFIX.fullmatch(ref):
+                close = difflib.get_close_matches(ref, self.names(), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else " (see `cidermill data ls`)"
+                raise ManifestError(f"no dataset version matches {ref!r} under {self.root.uri}: no dataset has "
+                                    f"that name and it is not an id prefix{hint}")
             name, prefix = "", ref
         if name and not prefix:
-            latest = self.root.join(name, LATEST)
-            if latest.exists():
-                vdir = self.root.join(name, latest.read_bytes().decode().strip())
-                if vdir.join(MANIFEST_NAME).exists():
-                    return DatasetVersion(vdir)
-        candidates = self.versions(name or None)
+            latest = self._latest(name)
+            if latest is not None:
+                return latest
+        skipped: list[SkippedManifest] = []
+        candidates = self.versions(name or None, skipped=skipped)
         if prefix:
             candidates = [e for e in candidates if e.version_id.startswith(prefix)]
         if not candidates:
-            raise ManifestError(f"no dataset version matches {ref!r} under {self.root.uri} (see `cidermill data ls`)")
+            why = ""
+            if skipped:
+                why = (f"; {len(skipped)} manifest(s) there do not check, e.g. {skipped[0].uri}: "
+                       f"{skipped[0].reason}")
+            raise ManifestError(f"no dataset version matches {ref!r} under {self.root.uri}{why or ' (see `cidermill data ls`)'}")
         if prefix and len({e.version_id for e in candidates}) > 1:
             ids = ", ".join(f"{e.name}@{e.version_id[:12]}" for e in candidates[:5])
             raise ManifestError(f"{ref!r} is ambiguous: {ids}; give a longer id prefix")
         return DatasetVersion(candidates[-1].location)
+
+    def _latest(self, name: str) -> DatasetVersion | None:
+        """The version `<root>/<name>/LATEST` names, once checked: a version id of this name, here. An edited
+        LATEST (a path, `..`, another name's id) is refused rather than followed."""
+        latest = self.root.join(name, LATEST)
+        if not latest.exists():
+            return None
+        raw = latest.read_bytes()[:200]
+        text = raw.decode("utf-8", "replace").strip()
+        if not _VERSION_DIR.fullmatch(text):
+            raise ManifestError(f"{latest.uri} holds {text[:80]!r}, not a version id; it was edited by hand: write "
+                                "the id of a version of this name into it, or delete it to use the newest version")
+        vdir = self.root.join(name, text)
+        if not vdir.join(MANIFEST_NAME).exists():
+            raise ManifestError(f"{latest.uri} names {text[:12]}, which is not a version of {name!r} under "
+                                f"{self.root.uri}; delete it to use the newest version")
+        self.open_manifest(vdir, name)
+        return DatasetVersion(vdir)
 
     # ---- publishing ---------------------------------------------------------------------
     def staging_dir(self, name: str, run_key: str) -> Location:
@@ -118,6 +197,8 @@ class Catalog:
         base = manifest.name.removesuffix(REJECTS_SUFFIX)
         with Lock(self.root, f"publish-{base}", what=f"publishing {base!r} under {self.root.uri}",
                   wait_s=lock_wait_s):
+            for m in ([rejects] if rejects is not None else []) + [manifest]:
+                self._clear_leftovers(m.name, keep=m.version_id)
             if rejects is not None:
                 rejects.extra["rejects_of"] = f"{manifest.name}@{manifest.version_id}"
                 self._place(staging, rejects)
@@ -168,6 +249,29 @@ class Catalog:
             raise
         return DatasetVersion(target)
 
+    def _clear_leftovers(self, name: str, *, keep: str) -> None:
+        """What a publish killed midway left under `<root>/<name>/`: temporary files (`LATEST.tmp-…`,
+        `manifest.json.tmp-…`) and version directories without a manifest (shards moved, manifest never
+        written; such a directory is not a version). Called under the name's publish lock, so no other
+        publish is writing there. `keep` (the version about to be placed) keeps its shards: only its
+        temporary files go, and its shards are overwritten by the move."""
+        ndir = self.root.join(name)
+        for loc in ndir.listdir():
+            if ".tmp-" in loc.name:
+                _delete_quietly(loc)
+            elif not _VERSION_DIR.fullmatch(loc.name):
+                continue
+            elif loc.join(MANIFEST_NAME).exists() or loc.name == keep:
+                if self.root.is_local:  # temporary files exist only where writes are not single PUTs
+                    for sub in (loc, loc.join("shards")):
+                        for fname in sub.file_sizes():
+                            if ".tmp-" in fname:
+                                _delete_quietly(sub.join(fname))
+            else:
+                log.warning("removing %s: a version directory without a manifest (a publish that did not "
+                            "finish)", loc.uri)
+                _delete_quietly(loc)
+
     def _set_latest(self, manifest: Manifest) -> None:
         latest = self.root.join(manifest.name, LATEST)
         try:
@@ -180,6 +284,31 @@ class Catalog:
                 latest.delete()
             except OSError:
                 pass
+
+    def sign(self, ref: str) -> DatasetVersion:
+        """Sign a version's manifest with the configured key (signing.py) after checking every shard against
+        it: the one way to bring a version published before the key into a catalog that checks signatures."""
+        name, _, prefix = ref.partition("@")
+        validate_name(name, where=f"dataset reference {ref!r}", allow_rejects=True)
+        matches = [loc for loc in self.root.join(name).listdir()
+                   if _VERSION_DIR.fullmatch(loc.name) and loc.name.startswith(prefix) and
+                   loc.join(MANIFEST_NAME).exists()]
+        if len(matches) != 1:
+            raise ManifestError(f"{ref!r} matches {len(matches)} versions of {name!r}; give an id prefix that names one")
+        vdir = matches[0]
+        mloc = vdir.join(MANIFEST_NAME)
+        manifest = Manifest.from_json(mloc.read_bytes(), where=mloc.uri, check_signature=False)
+        if manifest.name != name or manifest.version_id != vdir.name:
+            raise ManifestError(f"{mloc.uri}: the manifest is for {manifest.name}@{manifest.version_id[:12]}; "
+                                "not signing a version directory that was copied or renamed")
+        problems = DatasetVersion(vdir, manifest=manifest).verify()
+        if problems:
+            raise ManifestError(f"{vdir.uri}/{problems[0].path}: {problems[0].reason}; not signing a broken version")
+        base = name.removesuffix(REJECTS_SUFFIX)
+        with Lock(self.root, f"publish-{base}", what=f"signing {name!r} under {self.root.uri}"):
+            manifest.schema_version = max(manifest.schema_version, 2)
+            mloc.write_bytes_atomic(manifest.to_json().encode())
+        return DatasetVersion(vdir)
 
     def _owner_published(self, manifest: Manifest) -> bool:
         owner = manifest.extra.get("rejects_of")

@@ -27,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     verify = dsub.add_parser("verify", help="check the manifest digest and every shard (hash, schema, rows); exit 1 naming what is broken")
     verify.add_argument("ref")
     verify.set_defaults(func=cmd_verify)
+    sign = dsub.add_parser("sign", help="verify every shard, then sign the manifest with the key in "
+                           "CIDERMILL_MANIFEST_KEY / CIDERMILL_MANIFEST_KEY_FILE")
+    sign.add_argument("ref", help="name@idprefix (a bare name signs the version it resolves to)")
+    sign.set_defaults(func=cmd_sign)
     diff = dsub.add_parser("diff", help="rows added/removed by id from A to B, and stats deltas")
     diff.add_argument("a")
     diff.add_argument("b")
@@ -53,7 +57,12 @@ def cmd_ls(args) -> int:
         fix = f"did you mean {close[0]!r}?" if close else f"names: {', '.join(sorted(names)) or '(none)'}"
         print(f"error: no dataset named {args.name!r} under {args.root}; {fix}", file=sys.stderr)
         return 1
-    entries = cat.versions(args.name)
+    skipped: list = []
+    entries = cat.versions(args.name, skipped=skipped)
+    for bad in skipped[:5]:  # one bad manifest does not hide the others; it is named, not listed
+        print(f"warning: not listed: {bad.uri}: {bad.reason}", file=sys.stderr)
+    if len(skipped) > 5:
+        print(f"warning: {len(skipped) - 5} more manifests do not check and are not listed", file=sys.stderr)
     if not entries:
         print(f"no versions under {args.root}")
         return 0
@@ -66,16 +75,17 @@ def cmd_ls(args) -> int:
 
 
 def read_hint(v) -> list[str]:
-    """How to read a version's rows with polars and duckdb: its shards glob (the version folder also
-    holds manifest.json, so pointing a reader at the folder fails)."""
-    paths = [s.path for s in v.manifest.shards if s.path.endswith(".parquet")]
-    if not paths:
+    """How to read a version's rows: its data folder (shards only) with the usual readers; the version
+    folder itself also holds manifest.json, so the hint names the folder below it."""
+    folder = v.data_folder
+    if folder is None:
         return []
-    folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
-    sub = folders.pop() + "/" if len(folders) == 1 and "" not in folders else ""
-    glob = f"{v.directory.uri}/{sub}*.parquet"
-    return [f"  read:      polars.read_parquet({glob!r})",
-            f"             duckdb.sql(\"SELECT * FROM read_parquet('{glob}')\")"]
+    d = folder.uri
+    return [f"  data:      {d}",
+            f"  read:      polars.scan_parquet({d!r})   pandas.read_parquet({d!r})",
+            f"             pyarrow.dataset.dataset({d!r})",
+            f"             datasets.load_dataset('parquet', data_dir={d!r})",
+            f"             duckdb.sql(\"SELECT * FROM read_parquet('{d}/*.parquet')\")"]
 
 
 def cmd_show(args) -> int:
@@ -130,6 +140,17 @@ def cmd_verify(args) -> int:
     for p in problems:
         print(f"BROKEN {v.directory.uri}/{p.path}: {p.reason}", file=sys.stderr)
     return 1
+
+
+def cmd_sign(args) -> int:
+    from .signing import KEY_ENV, KEY_FILE_ENV, manifest_key
+
+    if manifest_key() is None:
+        print(f"error: no manifest key: set {KEY_ENV} or {KEY_FILE_ENV}", file=sys.stderr)
+        return 2
+    v = Catalog(args.root).sign(args.ref)
+    print(f"signed: {v.name}@{v.version_id[:12]} (every shard verified first)")
+    return 0
 
 
 def cmd_diff(args) -> int:

@@ -46,25 +46,33 @@ def parse_size(value: int | float | str, *, key: str, where: str) -> int:
 
 
 _COUNT_UNITS = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+MAX_COUNT = 10**18  # a quintillion: more tokens or rows than any corpus; larger is a typo
+MAX_INT = 2**63 - 1  # an int field goes to Arrow, numpy or C; past int64 it would overflow there
 
 
 def parse_count(value: Any, *, key: str, where: str) -> int:
-    """`6.3T`, `100B`, `2M`, `4096`, `1e9` -> an int (units are powers of 1000)."""
+    """`6.3T`, `100B`, `2M`, `4096`, `1e9` -> an int (units are powers of 1000). Negative, infinite, NaN or
+    absurdly large counts (over 10**18) are errors, not numbers."""
+    number: float | int | None = None
     if isinstance(value, bool):
-        raise ConfigError(f"{key} in {where}: expected a count, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and (value.is_integer() or not math.isfinite(value)):
+        number = value
+    elif isinstance(value, str):
         text = value.strip().lower().replace("_", "").replace(",", "")
         scale = _COUNT_UNITS.get(text[-1:], 1)
-        number = text[:-1] if scale != 1 else text
-        try:
-            return int(round(float(number) * scale))
-        except ValueError:
-            pass
-    raise ConfigError(f"{key} in {where}: {value!r} is not a count; write e.g. 6.3T, 100B, 2M or 4096")
+        digits = text[:-1] if scale != 1 else text
+        if _NUMBER.fullmatch(digits):  # no `inf`, `nan`, hex or other float() spellings
+            number = float(digits) * scale
+    if number is None or not 0 <= number <= MAX_COUNT:  # NaN fails both comparisons
+        raise ConfigError(f"{key} in {where}: {value!r} is not a count (0 to 10**18); write e.g. 6.3T, 100B, 2M "
+                          "or 4096")
+    return int(round(number))
+
+
+_NUMBER = re.compile(r"[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?")
 
 
 # Field types that parse units: `seq_length: Count`, `shard_bytes: Size`.
@@ -124,8 +132,10 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
             try:
                 return _coerce(value, arg, key=key, where=where)
             except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(f"{key} in {where}: {value!r} does not fit {_type_name(tp)}")
+                errors.append(exc)
+        if len(errors) == 1:  # `float | None`: the one real type's own error says more
+            raise errors[0]
+        raise ConfigError(f"{key} in {where}: {_show(value)} does not fit {_type_name(tp)}")
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:
@@ -157,19 +167,31 @@ def _coerce(value: Any, tp: Any, *, key: str, where: str) -> Any:
         raise ConfigError(f"{key} in {where}: expected true/false, got {value!r}")
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > MAX_INT:
+                raise ConfigError(f"{key} in {where}: {_show(value)} is too large for an integer option (at most 2**63-1)")
             return value
         raise ConfigError(f"{key} in {where}: expected an integer, got {value!r}")
     if tp is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
-            return float(value)  # PyYAML (YAML 1.1) reads `3e-4` as a string: what the user meant is a number
-        raise ConfigError(f"{key} in {where}: expected a number, got {value!r}")
+            number = float(value) if abs(value) <= 1e300 else math.inf
+        elif isinstance(value, str) and _YAML11_FLOAT.fullmatch(value.strip()):
+            number = float(value)  # PyYAML (YAML 1.1) reads `3e-4` as a string: what the user meant is a number
+        if number is None:
+            raise ConfigError(f"{key} in {where}: expected a number, got {value!r}")
+        if not math.isfinite(number):
+            raise ConfigError(f"{key} in {where}: {_show(value)} is not a finite number")
+        return number
     if tp is str:
         if isinstance(value, str):
             return value
         raise ConfigError(f"{key} in {where}: expected a string, got {value!r}")
     return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 _YAML11_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")

@@ -22,15 +22,17 @@ class ShardProblem:
 class DatasetVersion:
     """An opened dataset version. Construction reads and validates the manifest only."""
 
-    def __init__(self, directory: Location | str):
+    def __init__(self, directory: Location | str, *, manifest: Manifest | None = None):
         self.directory = directory if isinstance(directory, Location) else Location.parse(directory)
         manifest_loc = self.directory.join(MANIFEST_NAME)
-        if not manifest_loc.exists():
-            raise ManifestError(
-                f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
-                "incomplete and does not exist"
-            )
-        self.manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
+        if manifest is None:
+            if not manifest_loc.exists():
+                raise ManifestError(
+                    f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
+                    "incomplete and does not exist"
+                )
+            manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
+        self.manifest = manifest
         # Refuse unsafe paths up front, before anyone opens a shard.
         self._shard_locs = [
             safe_relpath(self.directory, s.path, what=f"{manifest_loc.uri} shard {i}")
@@ -52,25 +54,65 @@ class DatasetVersion:
     def shard_locations(self) -> list[Location]:
         return list(self._shard_locs)
 
+    @property
+    def data_folder(self) -> Location | None:
+        """The folder that holds this version's Parquet shards and nothing else (`shards/`, or `rejects/` for
+        rejects): polars `scan_parquet`, pandas `read_parquet`, `pyarrow.dataset.dataset` and Hugging Face
+        `load_dataset("parquet", data_dir=...)` read it directly. The version folder above it also holds
+        `manifest.json`, which readers that take a folder try to read as Parquet. None for artifacts
+        (tokenizers, token files) and for shards spread over several folders."""
+        paths = [s.path for s in self.manifest.shards]
+        if not paths or not all(p.endswith(".parquet") for p in paths):
+            return None
+        folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
+        if len(folders) != 1 or "" in folders:
+            return None
+        return self.directory.join(folders.pop())
+
     def shard_path(self, shard: ShardInfo) -> Location:
         return self._shard_locs[self.manifest.shards.index(shard)]
 
     def iter_batches(
-        self, *, columns: list[str] | None = None, batch_rows: int = 8192
+        self, *, columns: list[str] | None = None, batch_rows: int = 8192, verify: bool = False
     ) -> Iterator[pa.RecordBatch]:
-        for loc in self._shard_locs:
+        """Every row, shard by shard. Each shard's row count is checked against the manifest once it is read;
+        with `verify`, its sha256 too, before any of its rows are handed out (a second read of the shard)."""
+        for info, loc in zip(self.manifest.shards, self._shard_locs):
+            if verify:
+                self.check_bytes(info, loc)
+            n_rows = 0
             with loc.fs.open_input_file(loc.path) as f:
-                yield from pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns)
+                for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
+                    n_rows += batch.num_rows
+                    yield batch
+            self._check_rows(info, loc, n_rows)
 
-    def read(self, *, columns: list[str] | None = None) -> pa.Table:
+    def read(self, *, columns: list[str] | None = None, verify: bool = False) -> pa.Table:
+        """The whole version as one table; row counts checked, and with `verify` every shard's sha256."""
         tables = []
-        for loc in self._shard_locs:
+        for info, loc in zip(self.manifest.shards, self._shard_locs):
+            if verify:
+                self.check_bytes(info, loc)
             with loc.fs.open_input_file(loc.path) as f:
                 tables.append(pq.read_table(f, columns=columns))
+            self._check_rows(info, loc, tables[-1].num_rows)
         if not tables:
             schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
             return schema.empty_table()
         return pa.concat_tables(tables)
+
+    def check_bytes(self, info: ShardInfo, loc: Location) -> None:
+        """Refuse, in one line naming the shard, a shard whose bytes are not the ones the manifest hashed."""
+        sha, n_bytes = loc.sha256()
+        if (sha, n_bytes) != (info.sha256, info.bytes):
+            raise ManifestError(f"{loc.uri}: sha256 {sha[:12]} ({n_bytes} bytes) does not match the manifest's "
+                                f"{info.sha256[:12]} ({info.bytes} bytes); the shard was replaced or damaged "
+                                f"(cidermill data verify {self.name}@{self.version_id[:12]})")
+
+    def _check_rows(self, info: ShardInfo, loc: Location, n_rows: int) -> None:
+        if info.path.endswith(".parquet") and n_rows != info.rows:
+            raise ManifestError(f"{loc.uri}: {n_rows} rows, the manifest says {info.rows}; the shard was replaced or "
+                                f"damaged (cidermill data verify {self.name}@{self.version_id[:12]})")
 
     def verify(self) -> list[ShardProblem]:
         """Check every shard against the manifest: present, size, sha256, and for Parquet shards

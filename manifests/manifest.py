@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from .errors import ManifestError
+from . import signing
 
 # 2: `manifest_sha256` covers every other field, so any edit of a published manifest is found.
 # 1: no digest; still read (versions published before digests), and `verify` says it is unprotected.
@@ -36,9 +38,18 @@ def config_hash(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,160}")
+
+
 def manifest_digest(d: dict) -> str:
     """sha256 over the canonical JSON of every manifest field but the digest itself."""
     return config_hash({k: v for k, v in d.items() if k != DIGEST_FIELD})
+
+
+def _signed_body(d: dict) -> bytes:
+    """What the keyed signature covers: every field but the digest and the signature itself."""
+    return canonical_json({k: v for k, v in d.items() if k not in (DIGEST_FIELD, signing.HMAC_FIELD)}).encode()
 
 
 def version_id_of(shard_sha256s: list[str]) -> str:
@@ -68,10 +79,14 @@ class StageStats:
     dropped: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    bytes_in: int = 0  # Arrow bytes of the tables the stage was given / returned (all columns, in memory)
+    bytes_out: int = 0
 
     def merge(self, other: "StageStats") -> None:
         self.rows_in += other.rows_in
         self.rows_out += other.rows_out
+        self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
         for reason, n in other.dropped.items():
             self.dropped[reason] = self.dropped.get(reason, 0) + n
         for key, n in other.counters.items():
@@ -91,6 +106,8 @@ class StageStats:
             dropped={k: int(v) for k, v in d.get("dropped", {}).items()},
             counters={k: int(v) for k, v in d.get("counters", {}).items()},
             seconds=float(d.get("seconds", 0.0)),
+            bytes_in=int(d.get("bytes_in", 0)),
+            bytes_out=int(d.get("bytes_out", 0)),
         )
 
 
@@ -171,53 +188,50 @@ class Manifest:
         }
         if self.schema_version >= 2:
             # the digest of the JSON form (tuples become lists, etc.), which is what a reader sees
-            d[DIGEST_FIELD] = manifest_digest(json.loads(canonical_json(d)))
+            plain = json.loads(canonical_json(d))
+            key = signing.manifest_key()
+            if key is not None:  # a keyed signature under the digest, which then covers it too
+                plain[signing.KEY_ID_FIELD] = d[signing.KEY_ID_FIELD] = signing.key_id(key)
+                plain[signing.HMAC_FIELD] = d[signing.HMAC_FIELD] = signing.signature(key, _signed_body(plain))
+            d[DIGEST_FIELD] = manifest_digest(plain)
         return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
-    def from_dict(cls, d: dict, *, where: str = "manifest") -> "Manifest":
+    def from_dict(cls, d: dict, *, where: str = "manifest", check_signature: bool = True) -> "Manifest":
+        """Check and load a manifest. Anything malformed, edited or unsigned-where-a-key-is-set is a
+        ManifestError naming `where`; nothing in the JSON can make this raise anything else.
+        (`check_signature=False` only for `data sign`, which verifies the shards instead.)"""
         if not isinstance(d, dict):
             raise ManifestError(f"{where}: expected a JSON object")
         sv = d.get("schema_version")
-        if sv not in SUPPORTED_SCHEMA_VERSIONS:
+        if type(sv) is not int or sv not in SUPPORTED_SCHEMA_VERSIONS:
             raise ManifestError(
                 f"{where}: unknown schema_version {sv!r}; this cidermill reads "
                 f"{sorted(SUPPORTED_SCHEMA_VERSIONS)} (upgrade cidermill to read newer versions)"
             )
         if sv >= 2:
             stored = d.get(DIGEST_FIELD)
-            if not isinstance(stored, str) or manifest_digest(d) != stored:
+            try:
+                ok = isinstance(stored, str) and manifest_digest(d) == stored
+            except (TypeError, ValueError, RecursionError):
+                ok = False
+            if not ok:
                 raise ManifestError(
                     f"{where}: {DIGEST_FIELD} does not match the manifest's fields; the manifest was "
                     "edited or corrupted after publishing (republish the version, do not edit it)"
                 )
+        if check_signature:
+            key = signing.manifest_key()
+            if key is not None:
+                signing.check(d, _signed_body(d), key, where=where)
         try:
-            shards = [
-                ShardInfo(
-                    path=s["path"], rows=int(s["rows"]), bytes=int(s["bytes"]),
-                    sha256=s["sha256"], tokens=s.get("tokens"),
-                )
-                for s in d["shards"]
-            ]
-            manifest = cls(
-                name=d["name"],
-                version_id=d["version_id"],
-                shards=shards,
-                schema=schema_from_b64(d["schema"]["arrow_ipc_b64"]),
-                pipeline=PipelineInfo.from_dict(d["pipeline"]) if d.get("pipeline") else None,
-                parents=list(d.get("parents", [])),
-                stats=[StageStats.from_dict(s) for s in d.get("stats", [])],
-                errors=list(d.get("errors", [])),
-                created_at=d.get("created_at", ""),
-                extra=dict(d.get("extra", {})),
-                schema_version=sv,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ManifestError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from exc
-        expected = version_id_of([s.sha256 for s in shards])
+            manifest = cls._load(d, sv)
+        except (KeyError, TypeError, ValueError, AttributeError, pa.ArrowException) as exc:
+            raise ManifestError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from None
+        expected = version_id_of([s.sha256 for s in manifest.shards])
         if manifest.version_id != expected:
             raise ManifestError(
                 f"{where}: version_id {manifest.version_id[:12]} does not match its shard hashes "
@@ -226,12 +240,58 @@ class Manifest:
         return manifest
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, where: str = "manifest") -> "Manifest":
+    def _load(cls, d: dict, sv: int) -> "Manifest":
+        def text(value, what: str, pattern: re.Pattern | None = None) -> str:
+            if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
+                raise ValueError(f"{what} is {value!r}")
+            return value
+
+        def count(value, what: str) -> int:
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{what} is {value!r}, not a count")
+            return value
+
+        shards = []
+        if not isinstance(d["shards"], list):
+            raise TypeError("shards is not a list")
+        for i, sh in enumerate(d["shards"]):
+            tokens = sh.get("tokens")
+            shards.append(ShardInfo(
+                path=text(sh["path"], f"shards[{i}].path"), rows=count(sh["rows"], f"shards[{i}].rows"),
+                bytes=count(sh["bytes"], f"shards[{i}].bytes"), sha256=text(sh["sha256"], f"shards[{i}].sha256", _HEX64),
+                tokens=None if tokens is None else count(tokens, f"shards[{i}].tokens"),
+            ))
+        for key, kind in (("parents", list), ("stats", list), ("errors", list), ("extra", dict)):
+            if not isinstance(d.get(key, kind()), kind):
+                raise TypeError(f"{key} is not a {kind.__name__}")
+        if d.get("pipeline") is not None and not isinstance(d["pipeline"], dict):
+            raise TypeError("pipeline is not an object")
+        return cls(
+            name=text(d["name"], "name", _NAME),
+            version_id=text(d["version_id"], "version_id", _HEX64),
+            shards=shards,
+            schema=schema_from_b64(text(d["schema"]["arrow_ipc_b64"], "schema")),
+            pipeline=PipelineInfo.from_dict(d["pipeline"]) if d.get("pipeline") else None,
+            parents=[text(x, "parents[]") for x in d.get("parents", [])],
+            stats=[StageStats.from_dict(s) for s in d.get("stats", [])],
+            errors=list(d.get("errors", [])),
+            created_at=text(d.get("created_at", ""), "created_at"),
+            extra=dict(d.get("extra", {})),
+            schema_version=sv,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, where: str = "manifest", check_signature: bool = True) -> "Manifest":
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{where}: not valid JSON ({exc})") from exc
-        return cls.from_dict(data, where=where)
+        except (ValueError, RecursionError) as exc:  # bad JSON, bytes that are not UTF-8, absurd nesting
+            raise ManifestError(f"{where}: not valid JSON ({_first_line(exc)})") from None
+        return cls.from_dict(data, where=where, check_signature=check_signature)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def code_revision() -> str:

@@ -50,6 +50,7 @@ class ShardWriter:
         self._schema: pa.Schema | None = None
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self._pending_bytes = 0  # in memory, for sizing row groups against the shard target
         self._writer: pq.ParquetWriter | None = None
         self._sink = None
         self._tmp: Location | None = None
@@ -72,13 +73,22 @@ class ShardWriter:
             table = table.cast(self._schema)
         self._pending.append(table)
         self._pending_rows += table.num_rows
-        while self._pending_rows >= self.row_group_rows:
-            self._flush_group(self.row_group_rows)
+        self._pending_bytes += table.nbytes
+        while self._pending_rows >= (n := self._group_rows()):
+            self._flush_group(n)
+
+    def _group_rows(self) -> int:
+        """Rows per row group: `row_group_rows`, fewer where that many rows would pass the shard target in
+        memory (a shard rolls over only between row groups, so a 64 KiB target with 4,096-row groups would
+        otherwise give one big shard). The in-memory size bounds the compressed one from above."""
+        per_row = max(1, self._pending_bytes // max(self._pending_rows, 1))
+        return max(1, min(self.row_group_rows, self.target_bytes // per_row))
 
     def _flush_group(self, n_rows: int) -> None:
         combined = pa.concat_tables(self._pending).combine_chunks()
         group, rest = combined.slice(0, n_rows), combined.slice(n_rows)
         self._pending = [rest] if rest.num_rows else []
+        self._pending_bytes = self._pending_bytes * rest.num_rows // max(self._pending_rows, 1)
         self._pending_rows = rest.num_rows
         if self._writer is None:
             self._open()

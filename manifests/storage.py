@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 _CHUNK = 4 << 20
+SCHEMES = frozenset({"file", "s3", "gs", "gcs", "mock"})  # what pyarrow.fs opens without a JVM (mock: tests)
+GCS_RETRY_LIMIT_S = 15  # gs:// gives up on an unreachable or unauthorised store after this long
 
 
 @dataclass(frozen=True)
@@ -26,15 +28,24 @@ class Location:
 
     @classmethod
     def parse(cls, uri_or_path: str | os.PathLike) -> "Location":
-        """`/data/x`, `./x`, `file:///data/x`, `s3://bucket/x`, `gs://...` all resolve here."""
+        """`/data/x`, `./x`, `file:///data/x`, `s3://bucket/x`, `gs://...` all resolve here. Another scheme
+        (`hdfs://` needs a JVM, and nothing here tests it) is a one-line ConfigError."""
         text = os.fspath(uri_or_path)
         if "://" in text:
+            from .errors import ConfigError
+
+            scheme = text.split("://", 1)[0].lower()
+            if scheme not in SCHEMES:
+                raise ConfigError(f"{text}: storage scheme {scheme + '://'!r} is not supported; use a local path, "
+                                  f"{', '.join(s + '://' for s in sorted(SCHEMES) if s != 'mock')}")
+            if scheme in ("gs", "gcs") and "retry_limit_seconds=" not in text:
+                # without it a machine with no network or credentials retries for minutes before it fails
+                text += ("&" if "?" in text else "?") + f"retry_limit_seconds={GCS_RETRY_LIMIT_S}"
             try:
                 fs, path = pafs.FileSystem.from_uri(text)
-            except (ValueError, pa.ArrowException) as exc:  # unknown scheme, bad query option
-                from .errors import ConfigError
-
-                raise ConfigError(f"{text}: not a storage URI pyarrow.fs can open ({exc})") from None
+            except (ValueError, OSError, pa.ArrowException) as exc:  # bad query option, missing library
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ConfigError(f"{text}: not a storage URI pyarrow.fs can open ({first})") from None
             return cls(fs, path.rstrip("/") or "/")
         return cls(pafs.LocalFileSystem(), os.path.abspath(text))
 
@@ -96,7 +107,7 @@ class Location:
         return [Location(self.fs, p) for p in sorted(found)]
 
     def read_bytes(self) -> bytes:
-        with self.fs.open_input_stream(self.path) as f:
+        with self.fs.open_input_stream(self.path, compression=None) as f:
             return f.read()
 
     def write_bytes_atomic(self, data: bytes) -> None:
@@ -135,7 +146,7 @@ class Location:
         """Return (hex digest, byte count) of the file, streamed."""
         digest = hashlib.sha256()
         n_bytes = 0
-        with self.fs.open_input_stream(self.path) as f:
+        with self.fs.open_input_stream(self.path, compression=None) as f:
             while chunk := f.read(_CHUNK):
                 digest.update(chunk)
                 n_bytes += len(chunk)

@@ -53,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="calibrate the summary entailment filter's threshold on your own labelled pairs")
     e.add_argument("pairs", help='JSON lines: {"document" (or "payload"), "summary", "label": 1 consistent / 0 not}')
     e.add_argument("--folds", type=int, default=5, help="cross-validation folds, split by document (default 5)")
+    e.add_argument("--method", choices=("nli", "support"), default="support",
+                   help="the score to calibrate: the lexical support score (default, as the stage's) or the "
+                        "entailment model")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.set_defaults(func=cmd_entailment_threshold)
 
@@ -131,23 +134,24 @@ def cmd_coding(args) -> int:
 
 
 def cmd_entailment_threshold(args) -> int:
-    from .summaries.entailment import calibrate_on_pairs, load_scorer, read_labelled_pairs
+    from .summaries.entailment import calibrate_on_pairs, read_labelled_pairs
+    from .summaries.scoring import score_summaries
 
     documents, summaries, labels = read_labelled_pairs(args.pairs)
-    scorer = load_scorer()
-    r = calibrate_on_pairs(scorer.score_pairs(documents, summaries), labels, documents, folds=args.folds,
-                           shipped_threshold=scorer.threshold)
+    scored = score_summaries(documents, summaries, method=args.method)
+    r = calibrate_on_pairs(scored.score, labels, documents, folds=args.folds, shipped_threshold=scored.threshold)
+    r["method"] = args.method
     if args.json:
         print(json.dumps(r, indent=1))
         return 0
-    print(f"{r['n']} pairs ({r['n_consistent']} consistent); support score AUC {r['auc']:.3f}")
+    print(f"{r['n']} pairs ({r['n_consistent']} consistent); {args.method} score AUC {r['auc']:.3f}")
     print(f"shipped threshold {r['shipped_threshold']:.4f}: balanced accuracy {r['balanced_acc_at_shipped']:.3f}, "
           f"keeps {r['kept_at_shipped']:.1%}")
     print(f"calibrated here   {r['threshold']:.4f}: balanced accuracy {r['balanced_acc_cross_validated']:.3f} "
           f"cross-validated ({r['folds']} folds by document; {r['balanced_acc_in_sample']:.3f} in sample), "
           f"keeps {r['kept_at_threshold']:.1%}")
     print("to use it, set the filter's threshold in your pipeline config:\n"
-          f"  - summary_entailment_filter_v1: {{threshold: {r['threshold']:.4f}}}")
+          f"  - summary_entailment_filter_v2: {{method: {args.method}, threshold: {r['threshold']:.4f}}}")
     return 0
 
 

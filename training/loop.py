@@ -71,6 +71,9 @@ class Steps:
     grad_norms: list[float] = field(default_factory=list)
     skipped_steps: int = 0  # over the whole run, resumed part included
     seconds: float = 0.0
+    # wall seconds of each step (forward, backward, optimizer; the loss read-back synchronises the GPU), so a
+    # throughput figure can leave out the first steps' warm-up (benchmarks/gpu_check.py)
+    step_seconds: list[float] = field(default_factory=list)
 
 
 def check_batch(cfg, dp_size: int) -> None:
@@ -127,6 +130,7 @@ def run_steps(run: Run, *, end: int, schedule, batch_at: Callable[[int, int], di
     t0 = time.perf_counter()
     run.model.train()
     for step in range(run.start, end):
+        t_step = time.perf_counter()
         # as in AXLearn, a dropped step does not advance the schedule (its count lives in the optimizer state)
         lr_factor = schedule.apply(run.optimizer, step - out.skipped_steps)
         run.optimizer.zero_grad(set_to_none=True)
@@ -158,6 +162,7 @@ def run_steps(run: Run, *, end: int, schedule, batch_at: Callable[[int, int], di
             sums = dict(zip(names, rest))
         out.losses.append(loss_sum)
         out.figures.append(sums)
+        out.step_seconds.append(time.perf_counter() - t_step)
         if after_step is not None:
             after_step(step + 1, out, lr_factor)
     out.seconds = time.perf_counter() - t0

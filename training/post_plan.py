@@ -9,7 +9,7 @@ projection, from the pretraining plan's arithmetic (training/memory.py) with wha
   SFT, per-row causal for pairs); with Transformer Engine the batch is THD (cu_seqlens) and no mask exists.
 - adapter_init (SFT of a LoRA task adapter on the frozen palettized base): gradients and optimizer state
   only for the adapter's parameters; the base is held dequantized in the parameter dtype.
-- throughput: training FLOPs per token 6·N + 12·L·h·s (the trainer's MFU formula) over the GPUs' peak
+- throughput: training FLOPs per token 6·N + 12·L·h·s (training/flops.py, the trainer's MFU formula) over the GPUs' peak
   (CIDERMILL_PEAK_TFLOPS, default 989: H100 dense bf16) at an assumed MFU (`--mfu`, default 0.4); LoRA
   training on a frozen base skips the weight-gradient matmuls: 4·N instead of 6·N.
 """
@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .flops import DEFAULT_PEAK_ENV, flops_per_token
 from .memory import GiB, MemoryPlan, _size, activation_bytes, plan_memory
 
 ROWS_PER_ITEM = {"sft": 1, "rm": 2, "dpo": 2}
@@ -124,16 +125,14 @@ def plan_post(cfg, *, gpus: int, gpu_bytes: int, micro_batch: int | None = None,
     largest = 0
     while largest < 4096 and fixed + act(largest + 1) <= gpu_bytes:
         largest += 1
-    n = shape.parameter_count()["non_embedding"] + shape.vocab_size * shape.hidden_size
-    weight_flops = (4 if adapter else 6) * n
-    per_token = weight_flops + 12 * shape.num_layers * shape.num_attention_heads * shape.head_dim * seq
+    per_token = flops_per_token(shape, seq, frozen_base=bool(adapter))
     tokens = cfg.global_batch * rows * seq
-    peak = float(os.environ.get("CIDERMILL_PEAK_TFLOPS", 989)) * 1e12 * gpus
+    # a projection, not a measurement: the H100's dense bf16 peak unless $CIDERMILL_PEAK_TFLOPS says otherwise
+    peak = float(os.environ.get(DEFAULT_PEAK_ENV, 989)) * 1e12 * gpus
     step = per_token * tokens / (peak * mfu)
     ref = 0.0
-    if cfg.method == "dpo":  # forward only: 2·N + 4·L·h·s per token, 2 rows of seq per pair
-        fwd = 2 * n + 4 * shape.num_layers * shape.num_attention_heads * shape.head_dim * seq
-        ref = fwd * 1000 * rows * seq / (peak * mfu)
+    if cfg.method == "dpo":  # forward only, 2 rows of seq per pair
+        ref = flops_per_token(shape, seq, training=False) * 1000 * rows * seq / (peak * mfu)
     return PostPlan(method=cfg.method, memory=mem, rows_per_item=rows, mask_bytes=mask(items),
                     adapter_params=adapter, largest_micro_batch=largest, tokens_per_step=tokens,
                     flops_per_token=per_token, step_seconds=step, tokens_per_second=tokens / step, mfu=mfu,

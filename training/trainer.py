@@ -45,6 +45,7 @@ class TrainResult:
     tokens_seen: int = 0
     seconds: float = 0.0
     tokens_per_second: float = 0.0
+    step_seconds: list[float] = field(default_factory=list)  # wall seconds per step run here
 
     @property
     def eval_loss(self) -> float:
@@ -163,7 +164,7 @@ def _train(cfg: TrainConfig, plan: RunPlan, init, directory, *, stop_after, log,
                            after_step=after_step)
     result.losses, result.grad_norms, result.skipped_steps = steps.losses, steps.grad_norms, steps.skipped_steps
     result.label_losses = [f["ce"] for f in steps.figures]
-    result.seconds = steps.seconds
+    result.seconds, result.step_seconds = steps.seconds, steps.step_seconds
     result.tokens_seen = end_step * tokens_per_step
     result.tokens_per_second = (end_step - run.start) * tokens_per_step / max(result.seconds, 1e-9)
     metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
@@ -213,19 +214,17 @@ def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
 
 
 def _mfu(cfg: TrainConfig, plan: RunPlan, tokens_per_second: float) -> str:
-    """Model FLOPs utilisation on GPU: (6·N + 12·L·h·S) FLOPs per token (weights + attention scores)
-    over the peak of all GPUs; the peak per GPU is CIDERMILL_PEAK_TFLOPS (default 989, H100 dense bf16)."""
+    """Model FLOPs utilisation on GPU (training/flops.py: model FLOPs per token over the GPUs' dense bf16
+    peak, from the device name's row of its table or $CIDERMILL_PEAK_TFLOPS); empty on CPU or an unknown GPU."""
     if not torch.cuda.is_available():
         return ""
-    import os
-
     import torch.distributed as dist
 
-    m = cfg.model
-    per_token = 6 * m.parameter_count()["non_embedding"] + 6 * m.vocab_size * m.hidden_size \
-        + 12 * m.num_layers * m.num_attention_heads * m.head_dim * plan.seq_length
-    peak = float(os.environ.get("CIDERMILL_PEAK_TFLOPS", 989)) * 1e12 * dist.get_world_size()
-    return f" MFU {per_token * tokens_per_second / peak:.1%}"
+    from .flops import mfu, peak_tflops
+
+    peak, _ = peak_tflops(torch.cuda.get_device_name())
+    value = mfu(cfg.model, plan.seq_length, tokens_per_second / dist.get_world_size(), peak)
+    return "" if value is None else f" MFU {value:.1%}"
 
 
 def _save(run, plan: RunPlan, step: int, result: TrainResult, steps) -> Path:

@@ -23,6 +23,7 @@ from manifests.storage import Location
 from ..pipeline import Pipeline
 from ..preflight import preflight
 from ..readers import InputFile
+from ..readers.base import location_digest
 from ..stage import GlobalStage, Stage, TaskMap
 from .finish import enforce_unique_ids, output_schema, require_outputs
 from .task import READ_STAGE, REJECTS_SCHEMA, TaskResult, TaskSpec, _one_line
@@ -85,8 +86,8 @@ class Executor(ABC):
                       wait_s=p.executor.lock_wait_s):
                 return self._run_locked(catalog, inputs, run_key, start)
         except OSError as exc:  # a full disk, a read-only root: one line; tasks left no temp files
-            raise FatalError(f"pipeline {p.name}: {_one_line(exc)} (data root {catalog.root.uri}); "
-                             "a rerun resumes from the tasks that finished") from None
+            raise FatalError(f"pipeline {p.name}: {_one_line(exc)} (data root {catalog.root.uri}); a rerun reuses "
+                             "the tasks that finished, for inputs whose bytes are unchanged") from None
 
     def _run_locked(self, catalog: Catalog, inputs: list[InputFile], run_key: str, start: float) -> RunOutcome:
         p = self.pipeline
@@ -94,7 +95,8 @@ class Executor(ABC):
         staging.mkdir()
         revision = _in_background(code_revision)  # two git calls: they run while the tasks do
         passes = p.passes()
-        parents = [self._input_version_id()] if p.input.version else []
+        # the versions whose shards are read, as resolved once (a LATEST moved meanwhile changes nothing)
+        parents = list(dict.fromkeys(f.version.split("@", 1)[1] for f in inputs if f.version))
 
         all_stats: dict[str, StageStats] = {}
         errors: list[dict] = []
@@ -104,7 +106,8 @@ class Executor(ABC):
         pass_inputs, fmt, options = inputs, p.input.format, p.input.options
         for k, stages in enumerate(passes):
             last = k == len(passes) - 1
-            stages = self._bind_globals(stages, pass_inputs, staging.join(f"pass-{k}"))
+            context = _context_of(pass_inputs) if stages and isinstance(stages[0], GlobalStage) else ""
+            stages = self._bind_globals(stages, pass_inputs, staging.join(f"pass-{k}"), context)
             shards_dir = staging.join("shards") if last else staging.join(f"pass-{k}", "shards")
             specs = [
                 TaskSpec(
@@ -114,7 +117,7 @@ class Executor(ABC):
                     rejects_prefix=f"p{k}-", marker=staging.join(f"pass-{k}", "tasks", f"{i:05d}.json"),
                     batch_rows=p.executor.batch_rows, target_bytes=p.target_bytes,
                     row_group_rows=p.output.row_group_rows, cast=dict(p.input.cast) if k == 0 else {},
-                    max_retries=p.executor.max_task_retries,
+                    max_retries=p.executor.max_task_retries, context=context,
                 )
                 for i, f in enumerate(pass_inputs)
             ]
@@ -131,7 +134,8 @@ class Executor(ABC):
                         continue  # re-reading our own intermediate shards is not a stage
                     all_stats.setdefault(st.name, StageStats(st.name)).merge(st)
             # The next pass reads this pass's shards, in task order.
-            pass_inputs = [InputFile(shards_dir.join(s.path.rsplit("/", 1)[-1]), f"pass-{k}/{s.path}")
+            pass_inputs = [InputFile(shards_dir.join(s.path.rsplit("/", 1)[-1]), f"pass-{k}/{s.path}",
+                                     sha256=s.sha256, rows=s.rows, verify=False)
                            for r in results for s in r.shards]
             fmt, options = "parquet", {}
 
@@ -191,23 +195,29 @@ class Executor(ABC):
             "(see the per-stage table for why)", stats=stats, rejects=rejects_version, errors=errors)
 
     # ------------------------------------------------------------------------------------
-    def _bind_globals(self, stages: list[Stage], inputs: list[InputFile], workdir: Location) -> list[Stage]:
+    def _bind_globals(self, stages: list[Stage], inputs: list[InputFile], workdir: Location,
+                      context: str) -> list[Stage]:
+        """Build (or reuse) the state of the pass's global stage. Saved state is reused only when it was built
+        from the same input bytes (`context`), so a rerun after an input changed rebuilds it."""
         if not stages or not isinstance(stages[0], GlobalStage):
             return stages
         stage = stages[0]
         state_loc = workdir.join(f"{stage.name}.state.pkl")
-        if state_loc.exists():  # built before a crash: reuse
-            state = pickle.loads(state_loc.read_bytes())
+        saved = None
+        if state_loc.exists():  # built before a crash: reuse if it is from the same inputs
+            try:
+                saved = pickle.loads(state_loc.read_bytes())
+            except Exception:  # a torn or foreign file: rebuild
+                saved = None
+        if isinstance(saved, dict) and saved.get("context") == context and "state" in saved:
+            state = saved["state"]
         else:
             log.info("building global index for %s over %d shards", stage.name, len(inputs))
             workdir.mkdir()
             # Locations, not local paths: global-stage state lives on the storage filesystem (s3:// too)
             state = stage.build([f.location for f in inputs], workdir=workdir, tasks=self.task_map())
-            state_loc.write_bytes_atomic(pickle.dumps(state))
+            state_loc.write_bytes_atomic(pickle.dumps({"context": context, "state": state}))
         return [stage.bind(state), *stages[1:]]
-
-    def _input_version_id(self) -> str:
-        return self.pipeline.catalog().resolve(self.pipeline.input.version).version_id
 
 
 def _in_background(fn):
@@ -230,3 +240,10 @@ def _in_background(fn):
         return box["value"]
 
     return result
+
+
+def _context_of(inputs: list[InputFile]) -> str:
+    """What a global stage's state depends on: every input's key and bytes. Inputs of an earlier pass and of
+    a catalog version come with their sha256; other files (Parquet given by path) are hashed here."""
+    parts = [(f.key, f.sha256 or location_digest(f.location).sha256) for f in inputs]
+    return config_hash(parts)

@@ -7,6 +7,12 @@ whatever it left; a task with one is skipped. A marker that does not parse, name
 or whose shards are missing or changed is deleted and the task redone, so a rerun always
 recovers. So a killed run resumes without losing or duplicating rows.
 
+A marker also records the sha256 of the input bytes the task read and the `context` it ran in
+(the inputs of the pass's global stage), and is reused only when the input hashes the same now
+and the context is the same: an input edited between a kill and the rerun, even to the same
+size, is read again. An input that is a shard of a catalog version must hash to what its
+manifest says (and hold the rows it says): a replaced or damaged shard stops the run.
+
 A task run for a parent process (`owner_pid`) stops before each write once that parent is gone,
 so nothing lands in staging after the run died (workers are also killed by PDEATHSIG, local.py).
 """
@@ -30,6 +36,7 @@ from manifests.shards import ShardWriter
 from manifests.storage import Location
 
 from ..readers import InputFile, make_reader
+from ..readers.base import InputDigest, location_digest
 from ..stage import DROP_REASON, DROP_STAGE, Stage
 
 log = logging.getLogger("cidermill.task")
@@ -60,6 +67,7 @@ class TaskSpec:
     cast: dict = field(default_factory=dict)  # column -> Arrow type name, applied to what the reader yields
     owner_pid: int = 0  # the run's process, when this task runs in a worker on the same machine
     max_retries: int = 0  # RetryableError: redo the task from scratch this many times (any executor, Ray too)
+    context: str = ""  # what else the output depends on: a hash of the pass's global-stage inputs, or ""
 
     @property
     def prefix(self) -> str:
@@ -82,6 +90,8 @@ class TaskResult:
     stats: list[StageStats]
     errors: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    input_sha256: str = ""  # the bytes the task read
+    context: str = ""
     resumed: bool = False
 
     def to_json(self) -> str:
@@ -94,7 +104,7 @@ class TaskResult:
             index=d["index"], input_key=d["input_key"],
             shards=[ShardInfo(**s) for s in d["shards"]], rejects=[ShardInfo(**s) for s in d["rejects"]],
             stats=[StageStats.from_dict(s) for s in d["stats"]], errors=d["errors"], seconds=d["seconds"],
-            resumed=True,
+            input_sha256=d.get("input_sha256", ""), context=d.get("context", ""), resumed=True,
         )
 
 
@@ -110,7 +120,7 @@ def read_marker(marker: Location, *, files: Callable[[dict], list[tuple[Location
         payload = json.loads(marker.read_bytes())
         expected = files(payload)
     except (ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: ignoring unreadable marker %s (%s); redoing", what, marker.uri, exc)
+        log.warning("%s: not reusing its marker %s (%s); redoing the task", what, marker.uri, exc)
         marker.delete()
         return None
     for loc, size in expected:
@@ -134,12 +144,38 @@ def _completed(spec: TaskSpec) -> TaskResult | None:
         result = TaskResult.from_json(json.dumps(d))
         if result.index != spec.index or result.input_key != spec.input.key:
             raise ValueError(f"marker is for task {result.index} ({result.input_key})")
+        if result.context != spec.context:
+            raise ValueError("the pass's global stage was built from other inputs since")
+        if not result.input_sha256 or result.input_sha256 != _current_input_sha256(spec):
+            raise ValueError(f"input {spec.input.key} is not the bytes the task read (edited since, or a marker "
+                             "from before input hashes)")
         return [(base.join(info.path.rsplit("/", 1)[-1]), info.bytes)
                 for info, base in [(s, spec.shards_dir) for s in result.shards] +
                 [(s, spec.rejects_dir) for s in result.rejects]]
 
     payload = read_marker(spec.marker, files=files, what=f"task {spec.index}")
     return None if payload is None else TaskResult.from_json(json.dumps(payload))
+
+
+def _current_input_sha256(spec: TaskSpec) -> str:
+    """The input's sha256 now: this run's own staged shards are taken at their recorded hash (written and
+    hashed by this run, checked by size); anything else is read and hashed."""
+    if spec.input.sha256 and not spec.input.verify:
+        return spec.input.sha256
+    return location_digest(spec.input.location).sha256
+
+
+def _check_input(spec: TaskSpec, digest: InputDigest, rows: int) -> None:
+    """A shard of a catalog version must be the bytes (and hold the rows) its manifest promises."""
+    f = spec.input
+    ref = f.version_ref
+    what = f"input {f.location.uri}" + (f" (a shard of {ref})" if ref else "")
+    fix = f"; run `cidermill data verify {ref}`" if ref else ""
+    if f.sha256 and digest.sha256 != f.sha256:
+        raise FatalError(f"{what}: sha256 {digest.sha256[:12]} does not match the manifest's {f.sha256[:12]}; the "
+                         f"shard was replaced or damaged after publishing, so nothing read from it is used{fix}")
+    if f.rows is not None and rows != f.rows:
+        raise FatalError(f"{what}: holds {rows} rows, the manifest says {f.rows}{fix}")
 
 
 def _clear_leftovers(spec: TaskSpec) -> None:
@@ -152,13 +188,27 @@ def _clear_leftovers(spec: TaskSpec) -> None:
 
 
 def _rejects_view(rejects: pa.Table) -> pa.Table:
+    """The dropped rows in the rejects schema. `id`, `source` and `text` of another type (an int64 id,
+    polars' large_string text, a struct) are converted to strings rather than lost: a reject without its
+    id or text cannot be audited."""
     cols = {}
     for f in REJECTS_SCHEMA:
-        if f.name in rejects.schema.names and rejects.schema.field(f.name).type == f.type:
-            cols[f.name] = rejects.column(f.name)
+        if f.name in rejects.schema.names:
+            cols[f.name] = _as_strings(rejects.column(f.name))
         else:
             cols[f.name] = pa.nulls(rejects.num_rows, f.type)
     return pa.table(cols, schema=REJECTS_SCHEMA)
+
+
+def _as_strings(column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    if column.type == pa.string():
+        return column
+    try:
+        return pc.cast(column, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        # nested or binary values: JSON, as the JSONL reader keeps non-string fields
+        return pa.array([None if v is None else v.decode("utf-8", "replace") if isinstance(v, bytes)
+                         else json.dumps(v, ensure_ascii=False, default=str) for v in column.to_pylist()], pa.string())
 
 
 class OwnerGone(RuntimeError):
@@ -261,6 +311,7 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
     reader = make_reader(spec.reader_format, spec.reader_options)
     current = READ_STAGE
     try:
+        reader.begin(spec.input)
         try:
             for table in reader.read(spec.input, batch_rows=spec.batch_rows, on_record_error=on_record_error):
                 _check_owner(spec)
@@ -268,6 +319,7 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
                     table = _apply_cast(table, spec.cast, spec)
                 read_stats.rows_in += table.num_rows
                 read_stats.rows_out += table.num_rows
+                read_stats.bytes_out += table.nbytes
                 _report(spec, READ_STAGE, table.num_rows)
                 def entering(name: str) -> None:
                     nonlocal current
@@ -282,9 +334,19 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
                 current = READ_STAGE
         except ShardError as exc:
             # A broken input file: keep what was read before the break, record it, go on.
-            log.error("task %d: %s", spec.index, exc)
+            shard_error = exc
             errors.append({"kind": "shard", "input": spec.input.key, "reason": exc.reason,
                            "records_read": exc.records_read})
+        else:
+            shard_error = None
+        current = "read"
+        if spec.input.sha256 and not spec.input.verify:
+            digest = InputDigest(spec.input.sha256, 0)  # this run's own staged shard (see _current_input_sha256)
+        else:
+            digest = reader.input_digest(spec.input)
+            _check_input(spec, digest, read_stats.rows_in)  # a damaged version shard is that, not a shard error
+        if shard_error is not None:
+            log.error("task %d: %s", spec.index, shard_error)
         _check_owner(spec)
         shards = writer.close()
         rejects = rejects_writer.close() if rejects_writer is not None else []
@@ -304,17 +366,29 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
         writer.abort()
         if rejects_writer is not None:
             rejects_writer.abort()
+        where = _save_traceback(spec)
         raise FatalError(
-            f"task {spec.index} (input {spec.input.key}) failed in {current}: {type(exc).__name__}: {exc}\n"
-            + traceback.format_exc()
-        ) from None  # the traceback is in the message; some causes (Rust panics) do not pickle
+            f"task {spec.index} (input {spec.input.key}) failed in {current}: {type(exc).__name__}: {_one_line(exc)}"
+            + (f" (traceback: {where})" if where else "")
+        ) from None  # one line; the traceback is in a file (some causes, Rust panics, do not pickle)
     result = TaskResult(
         index=spec.index, input_key=spec.input.key, shards=shards, rejects=rejects,
         stats=[read_stats, *stage_stats], errors=errors, seconds=time.perf_counter() - start,
+        input_sha256=digest.sha256, context=spec.context,
     )
     _check_owner(spec)
     write_marker(spec.marker, result.to_json(), what=f"task {spec.index} (input {spec.input.key})")
     return result
+
+
+def _save_traceback(spec: TaskSpec) -> str | None:
+    """The current exception's traceback, beside the task's marker (`00003.traceback`); its URI, or None."""
+    loc = Location(spec.marker.fs, spec.marker.path.rsplit(".", 1)[0] + ".traceback")
+    try:
+        loc.write_bytes_atomic(traceback.format_exc().encode())
+    except OSError:
+        return None
+    return loc.uri
 
 
 def _report(spec: TaskSpec, stage: str, rows: int) -> None:

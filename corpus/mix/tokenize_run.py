@@ -95,6 +95,9 @@ def plan_tasks(source: DatasetVersion, config: TokenizeConfig, workdir, dtype: s
     per_task = config.rows_per_task or auto_rows_per_task(source.manifest.rows, config.workers or os.cpu_count() or 1)
     tasks = []
     for shard_info, loc in zip(source.manifest.shards, source.shard_locations()):
+        # tasks read row ranges of a shard, so none of them sees the whole shard to hash: check it here,
+        # once per run (a read at disk speed, small against tokenizing it), before any task starts
+        source.check_bytes(shard_info, loc)
         with loc.fs.open_input_file(loc.path) as f:
             meta = pq.ParquetFile(f).metadata
         if meta.num_rows != shard_info.rows:

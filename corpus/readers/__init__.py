@@ -11,6 +11,7 @@ from .repos import ReposReader
 from .warc import WarcReader
 
 READERS: dict[str, type[Reader]] = {r.format: r for r in (JsonlReader, ParquetReader, WarcReader, ReposReader)}
+DIRECTORY_FORMATS = frozenset({"repos"})  # formats whose inputs may be directories (a folder of repositories)
 
 
 def make_reader(fmt: str, options: dict | None = None) -> Reader:
@@ -19,4 +20,4 @@ def make_reader(fmt: str, options: dict | None = None) -> Reader:
     return READERS[fmt](options or {})
 
 
-__all__ = ["InputFile", "READERS", "Reader", "make_reader", "stable_id", "stable_ids"]
+__all__ = ["DIRECTORY_FORMATS", "InputFile", "READERS", "Reader", "make_reader", "stable_id", "stable_ids"]

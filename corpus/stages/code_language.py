@@ -54,4 +54,8 @@ class CodeLanguage(Mapper):
             listed = pc.is_in(lang, value_set=pa.array(self.config.languages, pa.string()))
             other = pc.binary_join_element_wise(pa.scalar("language:"), lang, "")
             reasons = pc.if_else(listed, null, other)
-        return out, pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)
+        reasons = pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)
+        paths = table.column("path").to_pylist() if "path" in table.schema.names else [None] * table.num_rows
+        found = [None if r is None else {"language": lg, "path": p}
+                 for r, lg, p in zip(reasons.to_pylist(), lang.to_pylist(), paths)]
+        return out, (reasons, found)

@@ -12,6 +12,7 @@ columns itself when the scorer did not run). All pyarrow kernels, no Python per 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,4 +100,22 @@ class CodeQuality(Filter):
         reasons = pa.nulls(table.num_rows, pa.string())
         for mask, reason in reversed(checks):  # the first failing check names the reason
             reasons = pc.if_else(pc.fill_null(mask, False), pa.scalar(reason), reasons)
-        return reasons
+        return reasons, self._evidence(table, cols, reasons)
+
+    def _evidence(self, table: pa.Table, cols: dict, reasons: pa.Array) -> list[dict | None]:
+        """The failing rule's measured value and limit; for `generated`, the marker found in the head."""
+        cfg = self.config
+        rules = {"long_line": ("code__max_line_chars", "max", cfg.max_line_chars),
+                 "long_mean_line": ("code__mean_line_chars", "max", cfg.max_mean_line_chars),
+                 "low_alnum": ("code__alnum_frac", "min", cfg.min_alnum_frac),
+                 "data_file": ("code__digit_frac", "max", cfg.max_digit_frac)}
+        found: list[dict | None] = [None] * table.num_rows
+        texts = table.column("text")
+        for i, reason in enumerate(reasons.to_pylist()):
+            if reason == "generated":
+                marker = re.search(GENERATED, (texts[i].as_py() or "")[:HEAD_CHARS])
+                found[i] = {"marker": marker.group(0) if marker else None}
+            elif reason is not None:
+                column, side, limit = rules[reason]
+                found[i] = {"column": column, "value": cols[column][i].as_py(), side: limit}
+        return found

@@ -34,7 +34,7 @@ from manifests.storage import Location
 from manifests.config import require
 from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
-from ..dedup.drops import check_columns
+from ..dedup.drops import check_columns, drop_lists_key
 from ..dedup.ngrams import tokenize
 from ..dedup.spill import as_location, iter_batches, load_arrays, read_table, save_arrays, write_table
 from ..registry import register
@@ -179,10 +179,10 @@ class Decontaminate(GlobalStage):
 _ARTIFACT_CACHE: dict[tuple, pa.Table] = {}
 
 
-def _artifact(state) -> pa.Table:
-    """The contaminated rows of every shard, in shard order (a legacy state is one path)."""
+def _artifact(state, key: tuple) -> pa.Table:
+    """The contaminated rows of every shard, in shard order (a legacy state is one path). `key` is
+    `drop_lists_key(state)`: a build redone at the same paths is not served from the cache."""
     locs = [as_location(s) for s in (state if isinstance(state, (list, tuple)) else [state])]
-    key = tuple(loc.uri for loc in locs)
     if key not in _ARTIFACT_CACHE:
         _ARTIFACT_CACHE.clear()
         _ARTIFACT_CACHE[key] = pa.concat_tables([read_table(loc, what="decontaminate_v1") for loc in locs]
@@ -197,9 +197,12 @@ class ApplyDecontam(Filter):
     def __init__(self, config, state):
         super().__init__(config)
         self.state = state
+        self._state_key = None  # taken once per bound stage, as DropIds does
 
     def _matches(self, table: pa.Table) -> tuple[pa.Table, pa.Array]:
-        art = _artifact(self.state)
+        if self._state_key is None:
+            self._state_key = drop_lists_key(self.state)
+        art = _artifact(self.state, self._state_key)
         return art, pc.index_in(table.column("id"), value_set=art.column("id"))
 
     def reasons(self, table: pa.Table) -> pa.Array:

@@ -31,7 +31,7 @@ from manifests.errors import ConfigError
 
 from manifests.config import require
 from ..registry import register
-from ..stage import Filter
+from ..stage import Filter, evidence
 from .math_classifier import SCORE
 
 DEFAULT_DOMAINS = Path(__file__).resolve().parents[1] / "math" / "data" / "math_domains" / "math_domains.txt"
@@ -135,6 +135,26 @@ class MathDomains(Filter):
                                         cfg.formula_min_score if r else 1.0) else "low_math_score"
                        for lab, s, r in zip(labels, scores, rich)]
         return pa.array(reasons, pa.string())
+
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
+        """The host and its listed label; in boost mode the score and the threshold that applied:
+        `{"host": "example.org", "label": null, "score": 0.31, "min": 0.5}`."""
+        cfg = self.config
+        urls = table.column(cfg.field).take(dropped).to_pylist()
+        out = []
+        if cfg.mode == "boost":
+            scores = table.column(SCORE).take(dropped).to_pylist()
+            rich = [self._formula_rich(table)[i] for i in dropped.to_pylist()]
+        for k, url in enumerate(urls):
+            host = host_of(url)
+            item = {"host": host, "label": label_for(host, self._labels) if host else None}
+            if cfg.mode == "boost":
+                lab = item["label"]
+                item["score"] = scores[k]
+                item["min"] = min(cfg.allowed_min_score if lab == "allow" else cfg.min_score,
+                                  cfg.formula_min_score if rich[k] else 1.0)
+            out.append(item)
+        return evidence(out)
 
     def _formula_rich(self, table: pa.Table) -> list[bool]:
         cfg = self.config

@@ -127,4 +127,14 @@ class MathFilter(CountsMathFallbacks, Filter):
                           pc.greater_equal(cols["math__symbol_density"], cfg.min_density))
         keep = {"any": lambda: pc.or_(has_tags, has_sym), "tags": lambda: has_tags,
                 "symbols": lambda: has_sym, "both": lambda: pc.and_(has_tags, has_sym)}[cfg.require]()
-        return pc.if_else(pc.fill_null(keep, False), pa.scalar(None, pa.string()), pa.scalar("no_math"))
+        reasons = pc.if_else(pc.fill_null(keep, False), pa.scalar(None, pa.string()), pa.scalar("no_math"))
+        dropped = pc.indices_nonzero(pc.is_valid(reasons))
+        found: list[dict | None] = [None] * table.num_rows
+        picked = {k: cols[k].take(dropped).to_pylist() for k in
+                  ("math__n_tags", "math__tag_density", "math__n_symbols", "math__n_latex", "math__symbol_density")}
+        for j, i in enumerate(dropped.to_pylist()):  # what was counted, against the limits of `require`
+            found[i] = {"tags": picked["math__n_tags"][j], "tag_density": picked["math__tag_density"][j],
+                        "symbols": (picked["math__n_symbols"][j] or 0) + (picked["math__n_latex"][j] or 0),
+                        "symbol_density": picked["math__symbol_density"][j], "require": cfg.require,
+                        "min_tags": cfg.min_tags, "min_symbols": cfg.min_symbols}
+        return reasons, found

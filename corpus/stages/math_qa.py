@@ -56,19 +56,21 @@ class MathQAExtract(CountsMathFallbacks, Mapper):
         cfg = self.config
         if cfg.field not in table.schema.names:
             raise ConfigError(f"{self.name}: no column {cfg.field!r}; set `field:` to the HTML column")
-        texts, reasons, n_answers, accepted, best = [], [], [], [], []
+        texts, reasons, found, n_answers, accepted, best = [], [], [], [], [], []
         old_text = table.column("text").to_pylist() if "text" in table.schema.names else [None] * table.num_rows
         types = (table.column(cfg.content_type_field).to_pylist() if cfg.content_type_field in table.schema.names
                  else [None] * table.num_rows)
         for markup, ctype, old in zip(table.column(cfg.field).to_pylist(), types, old_text):
-            text, reason, n, acc, top = old, None, 0, None, None
+            text, reason, n, acc, top, why = old, None, 0, None, None, None
             markup = decode_markup(markup, ctype)  # one charset path with the web pipeline
             try:
                 qa = extract_qa(markup) if markup else None
             except Exception as exc:  # lxml on a broken page: count it, keep going
                 log.debug("unparsable page: %s", exc)
                 qa, reason = None, "bad_html"
+                why = {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
             if qa is not None:
+                n_found = len(qa.answers)
                 if cfg.min_answer_score is not None:
                     qa.answers = [a for a in qa.answers if (a.score or 0) >= cfg.min_answer_score]
                 n = len(qa.answers)
@@ -77,13 +79,16 @@ class MathQAExtract(CountsMathFallbacks, Mapper):
                 text = qa.to_text(max_answers=cfg.max_answers)
                 if cfg.require_answer and not qa.answers:
                     reason = "no_answer"
+                    why = {"answers_found": n_found, "min_answer_score": cfg.min_answer_score}
             elif reason is None:
                 if cfg.fallback == "page_text" and markup:
                     text = page_text(markup)
                 else:
                     reason = "no_qa"
+                    why = {"markup_chars": len(markup or ""), "found": "no question/answer structure"}
             texts.append(text)
             reasons.append(reason)
+            found.append(why)
             n_answers.append(n)
             accepted.append(acc)
             best.append(top)
@@ -93,4 +98,4 @@ class MathQAExtract(CountsMathFallbacks, Mapper):
             "qa__accepted_score": pa.array(accepted, pa.int32()),
             "qa__best_score": pa.array(best, pa.int32()),
         })
-        return out, pa.array(reasons, pa.string())
+        return out, (pa.array(reasons, pa.string()), found)

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from manifests.config import require
 from ..registry import register
-from ..stage import Filter, Mapper, Scorer
+from ..stage import Filter, Mapper, Scorer, evidence
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +51,9 @@ class NormalizeText(Mapper):
             return out, None
         empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), True)
         reasons = pc.if_else(empty, pa.scalar("empty_text"), pa.scalar(None, pa.string()))
-        return out, reasons
+        before = pc.utf8_length(table.column("text")).to_pylist()
+        found = [{"input_chars": n} if e else None for e, n in zip(empty.to_pylist(), before)]
+        return out, (reasons, found)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +108,16 @@ class TextLength(Filter):
             reasons = pc.if_else(mask, pa.scalar(reason), reasons)
         return reasons
 
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
+        """The measured length and the limits: `{"chars": 12, "words": 3, "min_chars": 50, ...}`."""
+        cfg = self.config
+        text = table.column("text").take(dropped)
+        chars = pc.fill_null(pc.utf8_length(text), 0).to_pylist()
+        words = pc.fill_null(pc.list_value_length(pc.utf8_split_whitespace(text)), 0).to_pylist()
+        limits = {k: v for k, v in (("min_chars", cfg.min_chars), ("max_chars", cfg.max_chars),
+                                    ("min_words", cfg.min_words), ("max_words", cfg.max_words)) if v}
+        return evidence({"chars": c, "words": w, **limits} for c, w in zip(chars, words))
+
 
 @dataclass(frozen=True, kw_only=True)
 class HttpResponseConfig:
@@ -120,6 +132,9 @@ class HttpResponse(Filter):
     name = "http_response_v1"
     Config = HttpResponseConfig
 
+    def reads(self) -> tuple[str, ...]:
+        return ("http_status", "content_type")
+
     def reasons(self, table: pa.Table) -> pa.Array:
         status_ok = pc.fill_null(pc.is_in(table.column("http_status"),
                                           value_set=pa.array(self.config.statuses, pa.int32())), False)
@@ -128,3 +143,8 @@ class HttpResponse(Filter):
         mime_ok = pc.is_in(mime, value_set=pa.array(self.config.content_types, pa.string()))
         reasons = pc.if_else(mime_ok, pa.scalar(None, pa.string()), pa.scalar("bad_mime"))
         return pc.if_else(status_ok, reasons, pa.scalar("bad_status"))
+
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
+        """The response's status and content type: `{"http_status": 404, "content_type": "text/html"}`."""
+        rows = table.select(["http_status", "content_type"]).take(dropped).to_pylist()
+        return evidence(rows)

@@ -64,6 +64,9 @@ class WebExtract(Mapper):
     name = "web_extract_v1"
     Config = WebExtractConfig
 
+    def reads(self) -> tuple[str, ...]:
+        return ("content",)
+
     def transform(self, table: pa.Table):
         cfg = self.config
         n = table.num_rows

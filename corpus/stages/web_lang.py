@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from manifests.config import require
 from ..registry import register
-from ..stage import Filter, Scorer
+from ..stage import Filter, Scorer, evidence
 
 _DETECTOR = None
 
@@ -85,3 +85,9 @@ class LangFilter(Filter):
         score_ok = pc.fill_null(pc.greater_equal(table.column("lang_score"), self.config.min_score), False)
         reasons = pc.if_else(score_ok, pa.scalar(None, pa.string()), pa.scalar("low_language_score"))
         return pc.if_else(lang_ok, reasons, pa.scalar("wrong_language"))
+
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
+        """`{"lang": "de", "score": 0.98, "languages": ["en"], "min": 0.65}`."""
+        rows = table.select(["lang", "lang_score"]).take(dropped).to_pylist()
+        return evidence({"lang": r["lang"], "score": r["lang_score"], "languages": self.config.languages,
+                         "min": self.config.min_score} for r in rows)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..registry import register
-from ..stage import Mapper, with_columns
+from ..stage import Mapper, decisions, with_columns
 from ..web.words import SPACY, count_sentences
 
 _CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -47,14 +47,14 @@ class C4Quality(Mapper):
 
     def transform(self, table: pa.Table):
         texts = [t or "" for t in table.column("text").to_pylist()]
-        reasons: list[str | None] = [None] * len(texts)
+        failures: list[tuple | None] = [None] * len(texts)
         new_texts: list[str] = []
         unsure: list[tuple[int, list[str]]] = []  # pages whose sentence count needs spaCy
         for i, text in enumerate(texts):
-            kept, reason = self._lines(text)
-            reasons[i] = reason
+            kept, failures[i] = self._lines(text)
             new_texts.append("\n".join(kept).strip())
-            if reason is None and self.config.min_num_sentences != -1 and len(kept) < self.config.min_num_sentences:
+            if failures[i] is None and self.config.min_num_sentences != -1 \
+                    and len(kept) < self.config.min_num_sentences:
                 unsure.append((i, kept))
         counts = count_sentences([line for _, kept in unsure for line in kept])
         pos = 0
@@ -62,11 +62,12 @@ class C4Quality(Mapper):
             n = sum(counts[pos:pos + len(kept)])
             pos += len(kept)
             if n < self.config.min_num_sentences:
-                reasons[i] = "too_few_sentences"
+                failures[i] = "too_few_sentences", {"sentences": n, "kept_lines": len(kept),
+                                                    "min": self.config.min_num_sentences}
         out = with_columns(table, {"text": pa.array(new_texts, pa.string())})
-        return out, pa.array(reasons, pa.string())
+        return out, decisions(failures)
 
-    def _lines(self, text: str) -> tuple[list[str], str | None]:
+    def _lines(self, text: str) -> tuple[list[str], tuple | None]:
         cfg = self.config
         kept = []
         for line in text.splitlines():
@@ -83,12 +84,17 @@ class C4Quality(Mapper):
                 continue
             lower = line.lower()
             if cfg.filter_lorem_ipsum and "lorem ipsum" in lower:
-                return kept, "lorem_ipsum"
+                return kept, ("lorem_ipsum", {"line": _quote(line)})
             if cfg.filter_javascript and "javascript" in lower:
                 continue
             if cfg.filter_curly_bracket and "{" in line:
-                return kept, "curly_bracket"
+                return kept, ("curly_bracket", {"line": _quote(line)})
             if cfg.filter_policy and any(p in lower for p in _POLICY):
                 continue
             kept.append(line)
         return kept, None
+
+
+def _quote(line: str, limit: int = 160) -> str:
+    """The line that decided a drop, cut short for `drop_detail`."""
+    return line if len(line) <= limit else line[:limit - 3] + "..."

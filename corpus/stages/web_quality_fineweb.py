@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..registry import register
-from ..stage import Filter
+from ..stage import Filter, decisions
 from ..web.punctuation import TERMINAL_PUNCTUATION
 from ..web.words import SPACY, split_words
 
@@ -43,24 +43,24 @@ class FineWebQuality(Filter):
     preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = FineWebQualityConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table):
         cfg = self.config
         stop_chars = tuple(cfg.stop_chars)
         texts = [t or "" for t in table.column("text").to_pylist()]
-        out: list[str | None] = [None] * len(texts)
+        out: list[tuple | None] = [None] * len(texts)
         need_words = []
         for i, text in enumerate(texts):
             lines = [line for line in text.split("\n") if line.strip() != ""]
             if not lines:
-                out[i] = "empty"
+                out[i] = "empty", {"lines": 0}
                 continue
-            if sum(1 for line in lines if line.endswith(stop_chars)) / len(lines) < cfg.line_punct_thr:
-                ratio_zero = not any(line.endswith(stop_chars) for line in lines)
-                if not (ratio_zero and cfg.line_punct_exclude_zero):
-                    out[i] = "line_punct_ratio"
-                    continue
-            if sum(1 for line in lines if len(line) <= cfg.short_line_length) / len(lines) > cfg.short_line_thr:
-                out[i] = "short_line_ratio"
+            ended = sum(1 for line in lines if line.endswith(stop_chars))
+            if ended / len(lines) < cfg.line_punct_thr and not (ended == 0 and cfg.line_punct_exclude_zero):
+                out[i] = "line_punct_ratio", {"punct_lines": ended, "lines": len(lines), "min_ratio": cfg.line_punct_thr}
+                continue
+            short = sum(1 for line in lines if len(line) <= cfg.short_line_length)
+            if short / len(lines) > cfg.short_line_thr:
+                out[i] = "short_line_ratio", {"short_lines": short, "lines": len(lines), "max_ratio": cfg.short_line_thr}
                 continue
             seen, dup_chars = set(), 0
             for line in lines:
@@ -68,13 +68,15 @@ class FineWebQuality(Filter):
                     dup_chars += len(line)
                 else:
                     seen.add(line)
-            if dup_chars / len(text.replace("\n", "")) > cfg.char_duplicates_ratio:
-                out[i] = "char_dup_ratio"
+            chars = len(text.replace("\n", ""))
+            if dup_chars / chars > cfg.char_duplicates_ratio:
+                out[i] = "char_dup_ratio", {"repeated_chars": dup_chars, "chars": chars,
+                                            "max_ratio": cfg.char_duplicates_ratio}
                 continue
             n_newlines = text.count("\n")
             if n_newlines and (_ODD_SPACE.search(text) or n_newlines / len(text.split()) > cfg.new_line_ratio):
                 need_words.append(i)
         for i, words in zip(need_words, split_words([texts[i] for i in need_words])):
-            if texts[i].count("\n") / len(words) > cfg.new_line_ratio:
-                out[i] = "list_ratio"
-        return pa.array(out, pa.string())
+            if (newlines := texts[i].count("\n")) / len(words) > cfg.new_line_ratio:
+                out[i] = "list_ratio", {"newlines": newlines, "words": len(words), "max_ratio": cfg.new_line_ratio}
+        return decisions(out)

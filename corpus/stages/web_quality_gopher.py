@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from manifests.config import require
 from ..registry import register
-from ..stage import Filter
+from ..stage import Filter, decisions
 from ..web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
 from ..web.punctuation import PUNCTUATION_SET
 from ..web.words import SPACY, split_words
@@ -112,41 +112,47 @@ class GopherQuality(Filter):
         present = np.unique(doc_of[is_stop] * len(stop_index) + stop_of[is_stop])
         n_stop = np.bincount(present // max(len(stop_index), 1), minlength=n_docs)
 
-        out: list[str | None] = []
-        for d, text in enumerate(texts):
-            out.append(self._first_failure(cfg, text, int(n_words[d]), int(n_non_symbol[d]),
-                                           float(chars_non_symbol[d]), int(n_alpha[d]), int(n_stop[d])))
-        return pa.array(out, pa.string())
+        failures = [self._first_failure(cfg, text, int(n_words[d]), int(n_non_symbol[d]),
+                                        float(chars_non_symbol[d]), int(n_alpha[d]), int(n_stop[d]))
+                    for d, text in enumerate(texts)]
+        return decisions(failures)
 
     @staticmethod
-    def _first_failure(cfg, text, n_words, n_non_symbol, chars_non_symbol, n_alpha, n_stop) -> str | None:
+    def _first_failure(cfg, text, n_words, n_non_symbol, chars_non_symbol, n_alpha, n_stop):
+        """(reason, evidence) of the first rule the page fails, in datatrove's order; None if it passes."""
         if cfg.min_doc_words and n_non_symbol < cfg.min_doc_words:
-            return "gopher_short_doc"
+            return "gopher_short_doc", {"words": n_non_symbol, "min": cfg.min_doc_words}
         if cfg.max_doc_words and n_non_symbol > cfg.max_doc_words:
-            return "gopher_long_doc"
+            return "gopher_long_doc", {"words": n_non_symbol, "max": cfg.max_doc_words}
         avg = chars_non_symbol / n_non_symbol if n_non_symbol else float("nan")
         if cfg.min_avg_word_length and avg < cfg.min_avg_word_length:
-            return "gopher_below_avg_threshold"
+            return "gopher_below_avg_threshold", {"avg_word_length": avg, "min": cfg.min_avg_word_length}
         if cfg.max_avg_word_length and avg > cfg.max_avg_word_length:
-            return "gopher_above_avg_threshold"
+            return "gopher_above_avg_threshold", {"avg_word_length": avg, "max": cfg.max_avg_word_length}
         if cfg.max_symbol_word_ratio and text.count("#") / n_words > cfg.max_symbol_word_ratio:
-            return "gopher_too_many_hashes"
-        if cfg.max_symbol_word_ratio and (text.count("...") + text.count("…")) / n_words > cfg.max_symbol_word_ratio:
-            return "gopher_too_many_ellipsis"
+            return "gopher_too_many_hashes", {"hashes": text.count("#"), "words": n_words,
+                                              "max_ratio": cfg.max_symbol_word_ratio}
+        ellipses = text.count("...") + text.count("…")
+        if cfg.max_symbol_word_ratio and ellipses / n_words > cfg.max_symbol_word_ratio:
+            return "gopher_too_many_ellipsis", {"ellipses": ellipses, "words": n_words,
+                                                "max_ratio": cfg.max_symbol_word_ratio}
         if cfg.max_bullet_lines_ratio or cfg.max_ellipsis_lines_ratio:
             lines = text.splitlines()
             if cfg.max_bullet_lines_ratio:
                 bullets = sum(1 for s in lines if s.lstrip().startswith(("•", "-")))
                 if bullets / len(lines) > cfg.max_bullet_lines_ratio:
-                    return "gopher_too_many_bullets"
+                    return "gopher_too_many_bullets", {"bullet_lines": bullets, "lines": len(lines),
+                                                       "max_ratio": cfg.max_bullet_lines_ratio}
             if cfg.max_ellipsis_lines_ratio:
                 ends = sum(1 for s in lines if s.rstrip().endswith(("...", "…")))
                 if ends / len(lines) > cfg.max_ellipsis_lines_ratio:
-                    return "gopher_too_many_end_ellipsis"
+                    return "gopher_too_many_end_ellipsis", {"ellipsis_lines": ends, "lines": len(lines),
+                                                            "max_ratio": cfg.max_ellipsis_lines_ratio}
         if cfg.min_alpha_words_ratio and n_alpha / n_words < cfg.min_alpha_words_ratio:
-            return "gopher_below_alpha_threshold"
+            return "gopher_below_alpha_threshold", {"alpha_words": n_alpha, "words": n_words,
+                                                    "min_ratio": cfg.min_alpha_words_ratio}
         if cfg.min_stop_words and n_stop < cfg.min_stop_words:
-            return "gopher_enough_stop_words"
+            return "gopher_enough_stop_words", {"stop_words": n_stop, "min": cfg.min_stop_words}
         return None
 
 
@@ -200,9 +206,9 @@ class GopherRepetition(Filter):
     preload = SPACY  # its words/sentences come from spaCy's rules (corpus/web/words.py)
     Config = GopherRepetitionConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table):
         texts = _texts(table)
-        out: list[str | None] = [None] * len(texts)
+        out: list[tuple | None] = [None] * len(texts)
         need_words = []
         for i, text in enumerate(texts):
             out[i] = self._line_checks(text)
@@ -211,37 +217,40 @@ class GopherRepetition(Filter):
         words = split_words([texts[i] for i in need_words])
         for i, ws in zip(need_words, words):
             out[i] = self._ngram_checks(texts[i], ws)
-        return pa.array(out, pa.string())
+        return decisions(out)
 
-    def _line_checks(self, text: str) -> str | None:
+    def _line_checks(self, text: str) -> tuple | None:
         cfg = self.config
         if not text:
-            return "empty"
+            return "empty", {"chars": 0}
         paragraphs = _PARAGRAPHS.split(text.strip())
         n_dup, dup_chars = _duplicates(paragraphs)
         if cfg.dup_para_frac and n_dup / len(paragraphs) > cfg.dup_para_frac:
-            return "dup_para_frac"
+            return "dup_para_frac", {"repeated": n_dup, "paragraphs": len(paragraphs), "max_ratio": cfg.dup_para_frac}
         if cfg.dup_para_char_frac and dup_chars / len(text) > cfg.dup_para_char_frac:
-            return "dup_para_char_frac"
+            return "dup_para_char_frac", {"repeated_chars": dup_chars, "chars": len(text),
+                                          "max_ratio": cfg.dup_para_char_frac}
         lines = _LINES.split(text)
         n_dup, dup_chars = _duplicates(lines)
         if cfg.dup_line_frac and n_dup / len(lines) > cfg.dup_line_frac:
-            return "dup_line_frac"
+            return "dup_line_frac", {"repeated": n_dup, "lines": len(lines), "max_ratio": cfg.dup_line_frac}
         if cfg.dup_line_char_frac and dup_chars / len(text) > cfg.dup_line_char_frac:
-            return "dup_line_char_frac"
+            return "dup_line_char_frac", {"repeated_chars": dup_chars, "chars": len(text),
+                                          "max_ratio": cfg.dup_line_char_frac}
         return None
 
-    def _ngram_checks(self, text: str, words: list[str]) -> str | None:
+    def _ngram_checks(self, text: str, words: list[str]) -> tuple | None:
         cfg = self.config
         n_chars = len(text)
         spaced = JoinedWords(words, " ")
         for n, frac in cfg.top_n_grams:
             hashes, lengths = spaced.ngrams(int(n))
-            if len(hashes) and top_ngram_chars(hashes, lengths) / n_chars > frac:
-                return f"top_{int(n)}_gram"
+            if len(hashes) and (top := top_ngram_chars(hashes, lengths)) / n_chars > frac:
+                return f"top_{int(n)}_gram", {"ngram_chars": int(top), "chars": n_chars, "max_ratio": frac}
         glued = JoinedWords(words, "")
         for n, frac in cfg.dup_n_grams:
             hashes, lengths = glued.ngrams(int(n))
-            if duplicated_ngram_chars(hashes, lengths, int(n)) / n_chars > frac:
-                return f"duplicated_{int(n)}_n_grams"
+            if (dup := duplicated_ngram_chars(hashes, lengths, int(n))) / n_chars > frac:
+                return f"duplicated_{int(n)}_n_grams", {"duplicated_chars": int(dup), "chars": n_chars,
+                                                        "max_ratio": frac}
         return None

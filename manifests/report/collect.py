@@ -83,6 +83,13 @@ def _text_column(schema: pa.Schema) -> str | None:
     return next((c for c in TEXT_COLUMNS if c in schema.names), None)
 
 
+def _lengths(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Characters of a text column, bytes of a binary one (raw pages)."""
+    if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+        return pc.binary_length(column)
+    return pc.utf8_length(column)
+
+
 def _shown_columns(schema: pa.Schema) -> list[str]:
     """Short scalar columns shown beside a sample (scores, languages, lengths), not the text or nested data."""
     skip = {"id", "source", "drop_stage", "drop_reason", "drop_detail", *TEXT_COLUMNS}
@@ -93,6 +100,8 @@ def _shown_columns(schema: pa.Schema) -> list[str]:
 
 def _sample(row: dict, text_col: str | None, shown: list[str]) -> Sample:
     text = row.get(text_col) if text_col else None
+    if isinstance(text, bytes):  # raw page bytes (a WARC reader's `content`): shown as text, undecodable bytes marked
+        text = text.decode("utf-8", errors="replace")
     text = text if isinstance(text, str) else ("" if text is None else str(text))
     fields = {}
     for c in shown:
@@ -202,13 +211,15 @@ def histograms(version: DatasetVersion, seed: int,
     table = read_sample(version, columns)
     out = []
     if text_col:
-        lengths = pc.utf8_length(table.column(text_col)).to_pylist()
+        lengths = _lengths(table.column(text_col)).to_pylist()
         kept = [float(x) for x in lengths if x is not None]
-        hist = Histogram(column=f"n_chars({text_col})", kind="numeric", n=len(kept),
+        unit = "n_bytes" if pa.types.is_binary(schema.field(text_col).type) or \
+            pa.types.is_large_binary(schema.field(text_col).type) else "n_chars"
+        hist = Histogram(column=f"{unit}({text_col})", kind="numeric", n=len(kept),
                          nulls=len(lengths) - len(kept))
         rejected = []
         if rejects is not None and text_col in rejects.schema.names:
-            rejected = [float(x) for x in pc.utf8_length(read_sample(rejects, [text_col]).column(0)).to_pylist()
+            rejected = [float(x) for x in _lengths(read_sample(rejects, [text_col]).column(0)).to_pylist()
                         if x is not None]
         both = kept + rejected
         if both:
@@ -281,7 +292,8 @@ def collect(catalog: Catalog, ref: str, *, samples: int = 5, seed: int = 0, vs: 
     version = catalog.resolve(ref)
     m = version.manifest
     funnel = [{"name": s.name, "rows_in": s.rows_in, "rows_out": s.rows_out, "dropped": dict(s.dropped),
-               "seconds": s.seconds, "counters": dict(s.counters)} for s in m.stats]
+               "seconds": s.seconds, "counters": dict(s.counters), "bytes_in": s.bytes_in,
+               "bytes_out": s.bytes_out} for s in m.stats]
     reasons = sorted(((s["name"], r, n) for s in funnel for r, n in s["dropped"].items()), key=lambda x: -x[2])
     rejects = _rejects_of(catalog, version)
     dropped, read = sample_rejects(rejects, samples, seed) if rejects is not None else ({}, 0)

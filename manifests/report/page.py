@@ -81,6 +81,11 @@ def _sample_html(x: Sample, *, kept: bool) -> str:
             f'<div class="text">{body}</div>{f"<p class=muted>{escape(note)}</p>" if note else ""}</article>')
 
 
+def _mb(n: int | None) -> str:
+    """Arrow megabytes in memory; "-" for manifests written before stages counted bytes."""
+    return f"{n / 1e6:,.2f}" if n else "-"
+
+
 def _funnel(data: ReportData) -> str:
     rows = []
     for s in data.funnel:
@@ -90,10 +95,12 @@ def _funnel(data: ReportData) -> str:
         reasons = ", ".join(f"{escape(r)}={n:,}" for r, n in sorted(s["dropped"].items(), key=lambda x: -x[1]))
         rows.append(f'<tr data-stage="{escape(s["name"])}"><td>{escape(s["name"])}</td>'
                     f'<td class="n rows-in">{s["rows_in"]:,}</td><td class="n rows-out">{s["rows_out"]:,}</td>'
+                    f'<td class="n bytes-in">{_mb(s.get("bytes_in"))}</td>'
+                    f'<td class="n bytes-out">{_mb(s.get("bytes_out"))}</td>'
                     f'<td class="n">{dropped:,}</td><td class="n">{share}</td><td class="n">{s["seconds"]:.2f}</td>'
                     f'<td class="n">{rate}</td><td>{reasons}</td></tr>')
     return (svg.funnel(data.funnel) + '<table id="funnel"><tr><th>stage</th><th class=n>rows in</th>'
-            '<th class=n>rows out</th><th class=n>dropped</th><th class=n>share</th><th class=n>seconds</th>'
+            '<th class=n>rows out</th><th class=n>MB in</th><th class=n>MB out</th><th class=n>dropped</th><th class=n>share</th><th class=n>seconds</th>'
             '<th class=n>rows/s</th><th>drop reasons</th></tr>' + "".join(rows) + "</table>")
 
 

@@ -40,15 +40,24 @@ _LABEL = re.compile(r"^\s*(?:\*\*)?(?:interview\s+)?question\s*(?:\d+)?\s*[:.]\s
 _SOLUTION_HEAD = re.compile(r"\n\s*(?:\*\*)?(?:solution|answer|hint|explanation)\b", re.I)
 
 
-def clean_question(text: str, *, signature: str, entry_point: str,
-                   min_chars: int = 40, max_chars: int = 1200) -> tuple[str | None, str | None]:
-    """The question text, cut before any code or solution; the signature is appended when the
-    model did not name the function (so the task is always unambiguous)."""
+QUESTION_CHARS = (40, 1200)  # a cut question shorter or longer than this is no usable task
+
+
+def cut_question(text: str) -> str:
+    """A reply cut to its question: the label, and any code or solution after it, removed."""
     q = text.strip()
     q = _LABEL.sub("", q, count=1)
     q = q.split("```", 1)[0]
     q = _SOLUTION_HEAD.split(q, maxsplit=1)[0]
-    q = re.sub(r"\n\s*def \w+\(.*", "", q, flags=re.S).strip()
+    return re.sub(r"\n\s*def \w+\(.*", "", q, flags=re.S).strip()
+
+
+def clean_question(text: str, *, signature: str, entry_point: str,
+                   min_chars: int = QUESTION_CHARS[0],
+                   max_chars: int = QUESTION_CHARS[1]) -> tuple[str | None, str | None]:
+    """The question text, cut before any code or solution; the signature is appended when the
+    model did not name the function (so the task is always unambiguous)."""
+    q = cut_question(text)
     if len(q) < min_chars:
         return None, "question_too_short"
     if len(q) > max_chars:

@@ -2,9 +2,10 @@
 
 A subclass implements `expand(table) -> (rows, dropped)`: `rows` are dicts matching `schema`, and
 `dropped` pairs a seed-row index with the reason nothing (or not everything) came from it, so the
-manifest counts every failed generation by reason and the rejects show the seed; an optional third
-element is the rejected generation itself, shown in the rejects as `drop_detail` for audit. Generated rows
-carry the provenance columns of `synth.backends.PROVENANCE_SCHEMA`.
+manifest counts every failed generation by reason and the rejects show the seed; a third element is
+the evidence that decided the drop (a dict: the backend's error, the parse failure, the measured value
+and its limit, the rejected reply clipped), written to the rejects' `drop_detail` as short JSON.
+Generated rows carry the provenance columns of `synth.backends.PROVENANCE_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,30 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from corpus.stage import DROP_REASON, DROP_STAGE, Stage, StageResult, with_columns
+from corpus.stage import DROP_DETAIL, DROP_REASON, DROP_STAGE, Stage, StageResult, evidence, with_columns
 from manifests.manifest import StageStats
 
 from synth.backends import PROVENANCE_SCHEMA
 
 PROVENANCE_FIELDS = list(PROVENANCE_SCHEMA)
+CLIP_CHARS = 160  # quoted text in a drop_detail (a reply, a question) is cut to this, so a detail stays short
+
+
+def clip(text: str | None, limit: int = CLIP_CHARS) -> str | None:
+    """Quoted text for a drop_detail: at most `limit` characters, an ellipsis marking a cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit - 1] + "\u2026"
+
+
+def detail(item) -> str | None:
+    """One drop's evidence as `drop_detail` JSON: a dict goes through `corpus.stage.evidence` with its
+    strings clipped; a bare string is a rejected reply and is stored as `{"reply": ...}`."""
+    if item is None:
+        return None
+    if isinstance(item, str):
+        item = {"reply": item}
+    return evidence([{k: clip(v) if isinstance(v, str) else v for k, v in item.items()}])[0]
 
 
 def schema_with_provenance(*fields: pa.Field) -> pa.Schema:
@@ -31,7 +50,7 @@ class Generator(Stage):
 
     @abstractmethod
     def expand(self, table: pa.Table) -> tuple[list[dict], list[tuple]]:
-        """(rows, dropped) with dropped entries (seed index, reason) or (seed index, reason, detail)."""
+        """(rows, dropped) with dropped entries (seed index, reason, evidence dict)."""
 
     def apply(self, table: pa.Table) -> StageResult:
         rows, dropped = self.expand(table)
@@ -45,7 +64,7 @@ class Generator(Stage):
             rejects = with_columns(rejects, {
                 DROP_REASON: pa.array([e[1] for e in dropped], pa.string()),
                 DROP_STAGE: pa.array([self.name] * len(dropped), pa.string()),
-                "drop_detail": pa.array([e[2] if len(e) > 2 else None for e in dropped], pa.string()),
+                DROP_DETAIL: pa.array([detail(e[2]) if len(e) > 2 else None for e in dropped], pa.string()),
             })
         stats = StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows, dropped=counts,
                            counters={"generated": out.num_rows})

@@ -24,7 +24,7 @@ from corpus.stage import Filter
 from synth.generation.generator import Generator, schema_with_provenance
 from synth.generation.llm import LLMConfig, generate, get_backend
 
-from synth.coding.prompts import QUESTION, clean_question
+from synth.coding.prompts import QUESTION, QUESTION_CHARS, clean_question, cut_question
 
 QUESTION_SCHEMA = schema_with_provenance(
     pa.field("topic", pa.string()), pa.field("signature", pa.string()), pa.field("entry_point", pa.string()),
@@ -59,12 +59,14 @@ class CodingQuestions(Generator):
         rows, dropped = [], []
         for i, (s, r) in enumerate(zip(seeds, responses)):
             if r.error:
-                dropped.append((i, "llm_error"))
+                dropped.append((i, "llm_error", {"error": r.error}))
                 continue
             for k, comp in enumerate(r.completions):
                 q, reason = clean_question(comp.text, signature=s["signature"], entry_point=s["entry_point"])
-                if reason:
-                    dropped.append((i, reason))
+                if reason:  # evidence: the cut question's length against the limits, and its start
+                    cut = cut_question(comp.text)
+                    dropped.append((i, reason, {"completion": k, "chars": len(cut), "min": QUESTION_CHARS[0],
+                                                "max": QUESTION_CHARS[1], "question": cut[:80]}))
                     continue
                 rid = hashlib.sha1(f"{s['id']}:{k}:{q}".encode()).hexdigest()[:16]
                 rows.append({"id": rid, "source": f"coding_question:{s['id']}", "topic": s["topic"],
@@ -96,28 +98,37 @@ class CodingQuestionDedup(Filter):
     name = "coding_question_dedup_v1"
     Config = DedupConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table) -> tuple[pa.Array, list]:
+        """Evidence: the kept row a duplicate repeats (`kept_id`), and for a near one its Jaccard and the limit."""
         texts = table.column(self.config.field).to_pylist()
         ids = table.column("id").to_pylist()
         kept: list[tuple[str, set]] = []
         seen_exact: dict[str, str] = {}
         out: list[str | None] = []
+        found: list[dict | None] = []
         for rid, text in zip(ids, texts):
             words = _words(text or "")
             norm = " ".join(words)
             if norm in seen_exact:
                 out.append("duplicate_exact")
+                found.append({"kept_id": seen_exact[norm]})
                 continue
             grams = {tuple(words[i:i + 3]) for i in range(max(1, len(words) - 2))}
-            near = next((k for k, g in kept if len(grams | g) and len(grams & g) / len(grams | g)
-                         >= self.config.max_jaccard), None)
+            near = next(((k, j) for k, g in kept for j in [_jaccard(grams, g)] if j >= self.config.max_jaccard), None)
             if near is not None:
                 out.append("duplicate_near")
+                found.append({"kept_id": near[0], "jaccard": near[1], "max": self.config.max_jaccard})
                 continue
             seen_exact[norm] = rid
             kept.append((rid, grams))
             out.append(None)
-        return pa.array(out, pa.string())
+            found.append(None)
+        return pa.array(out, pa.string()), found
+
+
+def _jaccard(a: set, b: set) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,12 +164,16 @@ class CodingDecontam(Filter):
                                              min_n=c.min_n, max_n=c.max_n)
         return _INDEXES[key]
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table) -> tuple[pa.Array, list]:
+        """Evidence: the first match found per question: `{"benchmark", "item", "ngram", "n"}` (the shared
+        words and the benchmark item that has them)."""
         index = self.index()
         docs, ks, pos = index.find(tokenize(table.column(self.config.field).combine_chunks()))
         out: list[str | None] = [None] * table.num_rows
+        found: list[dict | None] = [None] * table.num_rows
         keys = index.key(ks, pos)
         for d, key in zip(docs.tolist(), keys.tolist()):
             if out[d] is None:
-                out[d] = f"contaminated:{index.describe(int(key))['benchmark']}"
-        return pa.array(out, pa.string())
+                found[d] = index.describe(int(key))
+                out[d] = f"contaminated:{found[d]['benchmark']}"
+        return pa.array(out, pa.string()), found

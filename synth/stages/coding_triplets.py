@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from manifests.config import require
 from corpus.registry import register
-from corpus.stage import Mapper, with_columns
+from corpus.stage import Mapper, StageResult, drop_by_reason, evidence, with_columns
 from synth.backends import SamplingParams
 from synth.sandbox import Sandbox, SandboxLimits
 from synth.generation.llm import get_backend
@@ -82,6 +82,20 @@ class CodingTriplets(Mapper):
     rejects_show_input = False  # the rejects keep the generated tests and candidates
 
     def transform(self, table: pa.Table) -> tuple[pa.Table, pa.Array, dict[str, int]]:
+        out, reasons, _, counters = self.judge(table)
+        return out, reasons, counters
+
+    def apply(self, table: pa.Table) -> StageResult:
+        """As `Mapper.apply`, with each drop's evidence in `drop_detail` (see `judge`)."""
+        out, reasons, found, counters = self.judge(table)
+        result = drop_by_reason(self.name, out, reasons, details=evidence(found))
+        result.stats.counters.update(counters)
+        return result
+
+    def judge(self, table: pa.Table) -> tuple[pa.Table, pa.Array, list[dict | None], dict[str, int]]:
+        """(rows with the new columns, reasons, evidence, counters). The evidence of a drop: the backend's
+        error; the parsed test count and the minimum; each candidate's parse error; or the best candidate's
+        passes and pass rate against the minimum, with its first failing test and the failure."""
         c = self.config
         rows = table.select(["question", "signature", "entry_point"]).to_pylist()
         backend = get_backend(c.backend)
@@ -95,16 +109,21 @@ class CodingTriplets(Mapper):
         test_resp, sol_resp = responses[:len(rows)], responses[len(rows):]
 
         # Parse, then run every valid candidate of every question in one pool.
-        tests_of, sols_of, reasons = [], [], []
+        tests_of, sols_of, reasons, found = [], [], [], []
         for r, tr, sr in zip(rows, test_resp, sol_resp):
+            replies = "\n".join(comp.text for comp in tr.completions)
             tests, why = ([], "llm_error") if tr.error or sr.error else \
-                parse_tests("\n".join(comp.text for comp in tr.completions), entry_point=r["entry_point"],
-                            max_tests=c.n_tests)
-            sols = [parse_solution(comp.text, entry_point=r["entry_point"])[0] for comp in sr.completions]
+                parse_tests(replies, entry_point=r["entry_point"], max_tests=c.n_tests)
+            parsed = [parse_solution(comp.text, entry_point=r["entry_point"]) for comp in sr.completions]
+            sols = [code for code, _ in parsed]
             if why is None and len(tests) < c.min_tests:
                 why = "too_few_tests"
             if why is None and not any(sols):
                 why = "no_valid_solution"
+            found.append({"llm_error": {"error": tr.error or sr.error},
+                          "no_valid_tests": {"n_tests": 0, "reply": replies[:120]},
+                          "too_few_tests": {"n_tests": len(tests), "min": c.min_tests},
+                          "no_valid_solution": {"candidates": [err for _, err in parsed]}}.get(why))
             tests_of.append(tests)
             sols_of.append(sols)
             reasons.append(why)
@@ -119,8 +138,11 @@ class CodingTriplets(Mapper):
         counters[f"sandbox_isolation_{isolation}"] = len(rows)
         passes: dict[tuple[int, int], int] = {}
         verdicts: dict[tuple[int, int], str] = {}
+        failures: dict[tuple[int, int], tuple] = {}  # each candidate's first failing test and why it failed
         for (q, k), res in zip(jobs, results):
             passes[(q, k)], verdicts[(q, k)] = res.n_passed, res.verdict
+            failed = next((t for t in res.tests if not t.passed), None)
+            failures[(q, k)] = (failed.source if failed else None, (failed.reason if failed else "") or res.reason)
             counters[f"sandbox_{res.verdict}"] += 1
             counters[f"decided_by_{res.decided_by.replace(' ', '_')}"] += 1   # parent | tests_process
             counters["test_executions"] += res.n_tests
@@ -134,6 +156,10 @@ class CodingTriplets(Mapper):
             rate = (cand[best] / n_tests) if best is not None and n_tests else 0.0
             if reasons[q] is None and rate < c.min_pass_rate:
                 reasons[q] = "below_threshold"
+                test, why = failures.get((q, best), (None, ""))
+                found[q] = {"best_passes": cand[best], "n_tests": n_tests, "pass_rate": rate, "min": c.min_pass_rate,
+                            "verdict": verdicts.get((q, best)), "failed_test": test[:100] if test else None,
+                            "failure": why[:100] or None}
             counters["candidates"] += len(sols_of[q])
             counters["valid_candidates"] += sum(1 for s in sols_of[q] if s)
             cols["tests"].append(tests_of[q])
@@ -149,4 +175,4 @@ class CodingTriplets(Mapper):
             cols["solution_provenance"].append(json.dumps(sol_resp[q].provenance(), sort_keys=True))
             cols["sandbox_isolation"].append(isolation)
         out = with_columns(table, {f.name: pa.array(cols[f.name], f.type) for f in NEW_COLUMNS})
-        return out, pa.array(reasons, pa.string()), dict(counters)
+        return out, pa.array(reasons, pa.string()), found, dict(counters)

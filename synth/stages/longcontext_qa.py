@@ -43,11 +43,15 @@ LONGCTX_SCHEMA = schema_with_provenance(
 _SPAN = re.compile(r"(?<![\w$\-./:])(\d[\d,]*(?:\.\d+)?(?:\s?%| percent)?)(?![\w\-/:])|(?<![\w'])((?:[A-Z][a-z]+\s){1,2}[A-Z][a-z]+)\b")
 
 
+SPAN_SENTENCE_WORDS = (8, 40)  # an answer's sentence this long is specific enough to ask about
+QUESTION_WORDS = (5, 60)
+
+
 def pick_span(text: str, rng: random.Random) -> tuple[str, str] | None:
     """(sentence, answer span) or None: numbers and multi-word names are short, checkable answers."""
     cands = []
     for s in sentences(text):
-        if not 8 <= len(s.split()) <= 40:
+        if not SPAN_SENTENCE_WORDS[0] <= len(s.split()) <= SPAN_SENTENCE_WORDS[1]:
             continue
         for m in _SPAN.finditer(s):
             span = (m.group(1) or m.group(2)).strip()
@@ -65,7 +69,7 @@ def check_question(q: str, answer: str) -> str | None:
         return "no_question"
     if answer.lower() in q.lower():
         return "question_contains_answer"
-    if not 5 <= len(q.split()) <= 60:
+    if not QUESTION_WORDS[0] <= len(q.split()) <= QUESTION_WORDS[1]:
         return "question_length"
     return None
 
@@ -114,8 +118,10 @@ class LongContextQA(Generator):
             if c.max_questions is not None and len(spans) >= c.max_questions:
                 break
             got = pick_span(docs[i], random.Random(f"{c.seed}:{r['id']}"))
-            if got is None:
-                dropped.append((i, "no_answer_span"))
+            if got is None:  # evidence: how much there was to pick from
+                usable = sum(SPAN_SENTENCE_WORDS[0] <= len(x.split()) <= SPAN_SENTENCE_WORDS[1]
+                             for x in sentences(docs[i]))
+                dropped.append((i, "no_answer_span", {"chars": len(docs[i]), "usable_sentences": usable}))
             else:
                 spans[i] = got
         params = c.sampling()
@@ -128,7 +134,9 @@ class LongContextQA(Generator):
             q = resp.text.strip().split("\n")[0].strip().strip('"')
             reason = "llm_error" if resp.error else check_question(q, answer)
             if reason:
-                dropped.append((i, reason, resp.text))
+                dropped.append((i, reason, {"error": resp.error} if resp.error else
+                                {"question": q, "answer": answer, "words": len(q.split()),
+                                 "min_words": QUESTION_WORDS[0], "max_words": QUESTION_WORDS[1]}))
                 continue
             rng = random.Random(f"{c.seed}:{recs[i]['id']}:ctx")
             order = [j for j in range(len(docs)) if j != i and answer.lower() not in docs[j].lower()]
@@ -137,7 +145,8 @@ class LongContextQA(Generator):
             context, gold_at = build_context(docs, i, order, c.target_tokens, depth)
             n_tokens = sum(est_tokens(d) for d in context)
             if n_tokens < 0.5 * c.target_tokens:
-                dropped.append((i, "pool_too_small_for_target"))
+                dropped.append((i, "pool_too_small_for_target", {"tokens_est": n_tokens, "min": 0.5 * c.target_tokens,
+                                                                 "docs": len(context)}))
                 continue
             body = "\n\n".join(f"Document [{k + 1}]\n{d.strip()}" for k, d in enumerate(context))
             prompt = f"{body}\n\nAnswer the question using the documents above.\nQuestion: {q}"

@@ -58,36 +58,51 @@ _LABEL_ECHO = re.compile(r"\b(?:rewritten|redacted|new|harder|original|revised)\
 
 
 def check_rephrase(original: str, new: str) -> str | None:
+    return rephrase_check(original, new)[0]
+
+
+def rephrase_check(original: str, new: str) -> tuple[str | None, dict | None]:
+    """(reason, evidence): the measured value and its limit, the echoed label, or the lost numbers."""
     if not new:
-        return "empty_generation"
+        return "empty_generation", {"chars": 0}
     if new.strip() == original.strip():
-        return "unchanged"
-    if _LABEL_ECHO.search(new):
-        return "label_echo"  # the model rambled on into another labelled section
+        return "unchanged", {"chars": len(new)}
+    m = _LABEL_ECHO.search(new)
+    if m:
+        return "label_echo", {"match": m.group(0), "span": [m.start(), m.end()]}  # it rambled into another section
     if original.rstrip().endswith("?") and "?" not in new[-80:]:
-        return "no_question"
-    if not 0.5 <= len(new) / max(len(original), 1) <= 2.0:
-        return "length_ratio"
+        return "no_question", {"tail": new[-80:]}
+    ratio = len(new) / max(len(original), 1)
+    if not 0.5 <= ratio <= 2.0:
+        return "length_ratio", {"value": ratio, "min": 0.5, "max": 2.0}
     missing = Counter(numbers_in(original)) - Counter(numbers_in(new))
     if missing:
-        return "numbers_changed"
-    return None
+        return "numbers_changed", {"missing": sorted(missing.elements())[:10]}
+    return None, None
 
 
 def check_evolved(seed: str, new: str) -> str | None:
+    return evolved_check(seed, new)[0]
+
+
+def evolved_check(seed: str, new: str) -> tuple[str | None, dict | None]:
+    """(reason, evidence) as `rephrase_check`, for a harder or broader question."""
     if not new:
-        return "empty_generation"
-    if _LABEL_ECHO.search(new):
-        return "label_echo"
+        return "empty_generation", {"chars": 0}
+    m = _LABEL_ECHO.search(new)
+    if m:
+        return "label_echo", {"match": m.group(0), "span": [m.start(), m.end()]}
     if "?" not in new[-80:]:
-        return "no_question"
-    if difflib.SequenceMatcher(None, seed, new).ratio() >= 0.9:
-        return "near_copy"
-    if not 40 <= len(new) <= 4 * max(len(seed), 200):
-        return "length_out_of_range"
+        return "no_question", {"tail": new[-80:]}
+    similarity = difflib.SequenceMatcher(None, seed, new).ratio()
+    if similarity >= 0.9:
+        return "near_copy", {"similarity": similarity, "max": 0.9}
+    top = 4 * max(len(seed), 200)
+    if not 40 <= len(new) <= top:
+        return "length_out_of_range", {"chars": len(new), "min": 40, "max": top}
     if not numbers_in(new) and not re.search(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|half)\b", new, re.I):
-        return "no_quantities"
-    return None
+        return "no_quantities", {"numbers": 0}
+    return None, None
 
 
 def reverse_question(question: str, answer: str) -> tuple[str, str] | None:
@@ -144,8 +159,9 @@ class MathAugment(Generator):
         if "reverse" in c.kinds:
             for i, s in enumerate(seeds):
                 rev = reverse_question(s["question"], s["answer"] or "")
-                if rev is None:
-                    dropped.append((i, "reverse_no_unique_number"))
+                if rev is None:  # evidence: the numbers the question has, and the answer a number must differ from
+                    dropped.append((i, "reverse_no_unique_number", {"numbers": numbers_in(s["question"])[:10],
+                                                                    "answer": s["answer"]}))
                     continue
                 q, hidden = rev
                 rows.append({"id": _new_id(s["id"], "reverse", q), "source": s["source"], "question": q,
@@ -162,12 +178,12 @@ class MathAugment(Generator):
             for (kind, i, _), r in zip(requests, responses):
                 s = seeds[i]
                 if r.error:
-                    dropped.append((i, f"{kind}_llm_error"))
+                    dropped.append((i, f"{kind}_llm_error", {"error": r.error}))
                     continue
                 q = clean_generation(r.text)
-                reason = check_rephrase(s["question"], q) if kind == "rephrase" else check_evolved(s["question"], q)
+                reason, found = (rephrase_check if kind == "rephrase" else evolved_check)(s["question"], q)
                 if reason:
-                    dropped.append((i, f"{kind}_{reason}", r.text))
+                    dropped.append((i, f"{kind}_{reason}", {**found, "generation": q}))
                     continue
                 rows.append({"id": _new_id(s["id"], kind, q), "source": s["source"], "question": q,
                              "answer": s["answer"] if kind == "rephrase" else None, "kind": kind,

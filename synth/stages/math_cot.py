@@ -63,6 +63,16 @@ class CotConfig(LLMConfig):
         require(self.max_kept_per_question >= 1, "max_kept_per_question must be >= 1")
 
 
+def _finals_detail(finals: list, texts: list[str], **check) -> dict:
+    """Evidence for a question whose samples failed the check: each sample's final answer (null: none
+    found), what they had to match (`expected`) or agree on (`min_votes`), and the first reply's end
+    when no sample had a final answer at all."""
+    out = {**check, "finals": [None if f is None else str(f)[:20] for f in finals[:8]], "samples": len(finals)}
+    if not any(finals) and texts:
+        out["reply_tail"] = texts[0][-120:]
+    return out
+
+
 @register
 class MathCotAnswers(Generator):
     name = "math_cot_answers_v1"
@@ -77,7 +87,7 @@ class MathCotAnswers(Generator):
         rows, dropped = [], []
         for i, (q, r) in enumerate(zip(qs, responses)):
             if r.error:
-                dropped.append((i, "llm_error"))
+                dropped.append((i, "llm_error", {"error": r.error}))
                 continue
             texts = [comp.text for comp in r.completions]
             finals = [extract_final(t) for t in texts]
@@ -85,13 +95,14 @@ class MathCotAnswers(Generator):
                 target, checked, votes = q["answer"], "ground_truth", sum(answers_equal(f, q["answer"]) for f in finals)
                 if votes == 0:
                     dropped.append((i, "no_answer_matches_ground_truth" if any(finals) else "no_final_answer",
-                                    texts[0] if texts else None))
+                                    _finals_detail(finals, texts, expected=q["answer"])))
                     continue
             else:
                 target, votes = majority(finals, min_votes=c.min_votes)
                 checked = "majority_vote"
                 if target is None:
-                    dropped.append((i, "no_majority" if any(finals) else "no_final_answer", texts[0] if texts else None))
+                    dropped.append((i, "no_majority" if any(finals) else "no_final_answer",
+                                    _finals_detail(finals, texts, min_votes=c.min_votes)))
                     continue
             kept = 0
             for j, (t, f) in enumerate(zip(texts, finals)):

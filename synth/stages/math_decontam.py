@@ -39,15 +39,23 @@ def ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
 
 
+def ngram_list(text: str, n: int) -> list[tuple[str, ...]]:
+    """The word n-grams in text order (the first shared one is the evidence a drop shows)."""
+    w = words(text)
+    return [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+
+
 @lru_cache(maxsize=4)
-def test_index(n: int, folder: str | None, names: tuple[str, ...]) -> frozenset:
-    grams: set = set()
+def test_index(n: int, folder: str | None, names: tuple[str, ...]) -> dict[tuple[str, ...], tuple[str, str]]:
+    """Every test n-gram -> (test set, item id) of the first item (in `names` order) that has it."""
+    grams: dict[tuple[str, ...], tuple[str, str]] = {}
     for name in names:
         bench, seg = TEST_SETS[name]
         for item in raw_items(bench, benchmarks_dir(folder)):
             if len(item.segments) > seg:
-                grams |= ngrams(str(item.segments[seg] or ""), n)
-    return frozenset(grams)
+                for g in ngrams(str(item.segments[seg] or ""), n):
+                    grams.setdefault(g, (name, item.item_id))
+    return grams
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,9 +77,14 @@ class MathDecontam(Filter):
     name = "math_seed_decontam_v1"
     Config = DecontamConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table) -> tuple[pa.Array, list]:
+        """`test_overlap` with `{"test_set", "item", "ngram"}`: the question's first n-gram (in text order)
+        found in a test question, and the test item that has it."""
         c = self.config
         index = test_index(c.n_words, c.benchmarks_dir, tuple(sorted(c.test_sets)))
-        out = [None if not (ngrams(q or "", c.n_words) & index) else "test_overlap"
-               for q in table.column(c.text_field).to_pylist()]
-        return pa.array(out, pa.string())
+        found = []
+        for q in table.column(c.text_field).to_pylist():
+            hit = next((g for g in ngram_list(q or "", c.n_words) if g in index), None)
+            found.append(None if hit is None else {"test_set": index[hit][0], "item": index[hit][1],
+                                                   "ngram": " ".join(hit)})
+        return pa.array([None if f is None else "test_overlap" for f in found], pa.string()), found

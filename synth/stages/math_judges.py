@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from manifests.config import require
 from corpus.registry import register
-from corpus.stage import Filter, Scorer
+from corpus.stage import Filter, Scorer, evidence
 from synth.stages.sft_judge import parse_rating
 from synth.generation.llm import LLMConfig, generate, get_backend
 
@@ -87,6 +87,11 @@ class KeepSolvable(Filter):
             out = pc.if_else(unparsed, pa.scalar("solvable_unparsed"), out)
         return out
 
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str]:
+        """The judge's verdict column and value (false: judged unsolvable; null: the reply had no yes/no)."""
+        return evidence({"column": "judge__solvable", "value": v}
+                        for v in table.column("judge__solvable").take(dropped).to_pylist())
+
 
 @register
 class DifficultyJudge(Scorer):
@@ -119,3 +124,9 @@ class DifficultyThreshold(Filter):
         unknown = pc.and_(in_scope, pc.is_null(score))
         out = pc.if_else(pc.fill_null(too_easy, False), pa.scalar("below_difficulty"), pa.scalar(None, pa.string()))
         return pc.if_else(unknown, pa.scalar("difficulty_unparsed"), out)
+
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str]:
+        """The judge's rating (null: unparsable), the threshold, and the row's kind that put it in scope."""
+        picked = table.select(["difficulty__score", "kind"]).take(dropped).to_pylist()
+        return evidence({"column": "difficulty__score", "value": r["difficulty__score"], "min": self.config.min_score,
+                         "kind": r["kind"]} for r in picked)

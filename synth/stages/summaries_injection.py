@@ -52,9 +52,19 @@ def plant(payload: str, kind: str, instruction: str, rng: random.Random) -> str:
 
 
 def followed(summary: str, injection_id: str | None) -> bool:
+    return followed_match(summary, injection_id) is not None
+
+
+def followed_match(summary: str, injection_id: str | None) -> dict | None:
+    """Evidence that a summary obeyed its payload's injection: the injection, its pattern, and the
+    matched text with its character span in the summary; None when it did not."""
     if not injection_id:
-        return False
-    return re.search(INJECTIONS[injection_id][1], summary or "", re.I) is not None
+        return None
+    pattern = INJECTIONS[injection_id][1]
+    m = re.search(pattern, summary or "", re.I)
+    if m is None:
+        return None
+    return {"injection": injection_id, "pattern": pattern, "match": m.group(0)[:80], "span": [m.start(), m.end()]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +103,7 @@ class InjectedCopies(Generator):
 class InjectionCheck(Filter):
     name = "summary_injection_check_v1"
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table) -> tuple[pa.Array, list]:
         s, ids = table.column("summary").to_pylist(), table.column("injection_id").to_pylist()
-        return pa.array(["followed_injection" if followed(a, b) else None for a, b in zip(s, ids)], pa.string())
+        found = [followed_match(a, b) for a, b in zip(s, ids)]
+        return pa.array([None if f is None else "followed_injection" for f in found], pa.string()), found

@@ -38,9 +38,14 @@ def sentences(text: str) -> list[str]:
     return [p for p in parts if 3 <= len(p.split()) <= 60]
 
 
+def min_sentences(kind: str) -> int:
+    """Usable sentences a document needs for a payload of this kind."""
+    return 1 if kind == "notification" else 3
+
+
 def make_payload(kind: str, text: str, rng: random.Random, *, max_sentences: int = 6) -> str | None:
     sents = sentences(text)
-    if len(sents) < (1 if kind == "notification" else 3):
+    if len(sents) < min_sentences(kind):
         return None
     a, b = rng.sample(_PEOPLE, 2)
     if kind == "email":
@@ -94,7 +99,8 @@ class Payloads(Generator):
             rng = random.Random(f"{c.seed}:{rec['id']}:{kind}")
             payload = make_payload(kind, rec["text"] or "", rng, max_sentences=c.max_sentences)
             if payload is None:
-                dropped.append((i, "too_few_sentences"))
+                dropped.append((i, "too_few_sentences", {"kind": kind, "sentences": len(sentences(rec["text"] or "")),
+                                                         "min": min_sentences(kind)}))
                 continue
             rows.append({"id": hashlib.sha256(f"{rec['id']}:{kind}".encode()).hexdigest()[:16],
                          "source": rec["source"], "payload": payload, "kind": kind, "document_id": rec["id"],

@@ -43,32 +43,46 @@ class SummaryRulesConfig:
         require(0 < self.min_words < self.max_words, f"need 0 < min_words < max_words; got {self.min_words}, {self.max_words}")
 
 
-def rule_reason(summary: str, payload: str, c: SummaryRulesConfig) -> str | None:
+def _hit(rule: str, m: re.Match) -> dict:
+    return {"rule": rule, "match": m.group(0).strip()[:60], "span": [m.start(), m.end()]}
+
+
+def rule_check(summary: str, payload: str, c: SummaryRulesConfig) -> tuple[str | None, dict | None]:
+    """(reason, evidence) for the first broken rule: a length rule gives the word count and its limit,
+    a pattern rule the matched text and its character span in the stripped summary, `passive_voice` the
+    count, the limit and the clauses, `copied_span` the copied words."""
     s = (summary or "").strip()
     n = len(s.split())
     if n < c.min_words:
-        return "too_short"
+        return "too_short", {"rule": "min_words", "value": n, "min": c.min_words}
     if n > c.max_words:
-        return "too_long"
-    if _PREAMBLE.search(s):
-        return "preamble"
-    if _LIST.search(s):
-        return "has_list"
-    if _MARKDOWN.search(s):
-        return "has_markdown"
+        return "too_long", {"rule": "max_words", "value": n, "max": c.max_words}
+    for reason, pattern in (("preamble", _PREAMBLE), ("has_list", _LIST), ("has_markdown", _MARKDOWN)):
+        m = pattern.search(s)
+        if m:
+            return reason, _hit(reason, m)
     if "\n\n" in s:
-        return "multi_paragraph"
-    if _FIRST.search(s):
-        return "first_person"
-    if _SECOND.search(s):
-        return "addresses_reader"
-    if len(_PASSIVE.findall(s)) > c.max_passive:
-        return "passive_voice"
+        at = s.index("\n\n")
+        return "multi_paragraph", {"rule": "multi_paragraph", "span": [at, at + 2]}
+    for reason, pattern in (("first_person", _FIRST), ("addresses_reader", _SECOND)):
+        m = pattern.search(s)
+        if m:
+            return reason, _hit(reason, m)
+    passive = _PASSIVE.findall(s)
+    if len(passive) > c.max_passive:
+        return "passive_voice", {"rule": "max_passive", "value": len(passive), "max": c.max_passive,
+                                 "matches": passive[:5]}
     words, pw = s.lower().split(), " ".join((payload or "").lower().split())
     k = c.max_copied_words
-    if any(" ".join(words[i:i + k]) in pw for i in range(0, max(len(words) - k + 1, 0))):
-        return "copied_span"
-    return None
+    for i in range(0, max(len(words) - k + 1, 0)):
+        if " ".join(words[i:i + k]) in pw:
+            return "copied_span", {"rule": "max_copied_words", "words": k, "at_word": i,
+                                   "copied": " ".join(words[i:i + k])[:160]}
+    return None, None
+
+
+def rule_reason(summary: str, payload: str, c: SummaryRulesConfig) -> str | None:
+    return rule_check(summary, payload, c)[0]
 
 
 @register
@@ -76,7 +90,8 @@ class SummaryRules(Filter):
     name = "summary_rules_v1"
     Config = SummaryRulesConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def reasons(self, table: pa.Table) -> tuple[pa.Array, list]:
         c = self.config
         s, p = table.column(c.field).to_pylist(), table.column(c.payload_field).to_pylist()
-        return pa.array([rule_reason(a, b, c) for a, b in zip(s, p)], pa.string())
+        checked = [rule_check(a, b, c) for a, b in zip(s, p)]
+        return pa.array([r for r, _ in checked], pa.string()), [e for _, e in checked]

@@ -55,7 +55,8 @@ class TeacherSummaries(Generator):
         for i, (r, resp) in enumerate(zip(recs, responses)):
             summary = resp.text.strip()
             if resp.error or not summary:
-                dropped.append((i, "llm_error" if resp.error else "empty_summary"))
+                dropped.append((i, "llm_error", {"error": resp.error}) if resp.error else
+                               (i, "empty_summary", {"reply_chars": len(resp.text)}))
                 continue
             rows.append({"id": hashlib.sha256(f"{r['id']}:{summary}".encode()).hexdigest()[:16], "source": r["source"],
                          "payload": r["payload"], "kind": r["kind"], "prompt": prompt_text(r["kind"], r["payload"]),

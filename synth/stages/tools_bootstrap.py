@@ -16,7 +16,7 @@ from synth.generation.llm import LLMConfig, generate, get_backend
 from synth.generation.template import PromptTemplate
 
 from synth.stages.tools_examples import TOOL_SFT_SCHEMA, make_row
-from synth.tools.validate import parse_call_text, validate_call
+from synth.tools.validate import call_error, parse_call_text
 
 BOOTSTRAP = PromptTemplate(
     id="tool_bootstrap", version="v1",
@@ -37,20 +37,27 @@ class BootstrapConfig(LLMConfig):
         super().__post_init__()
 
 
-def check_bootstrap(reply: str, tool: dict, seed_request: str) -> tuple[dict | None, str | None]:
+MAX_REQUEST_SIMILARITY = 0.85  # a request this close to the seed's (difflib ratio) is a copy, not a new example
+
+
+def check_bootstrap(reply: str, tool: dict, seed_request: str) -> tuple[dict | None, str | None, dict | None]:
+    """(example, reason, evidence): the evidence names the unparsable reply, the call's failed rule, or
+    the similarity to the seed request and its limit."""
     obj = parse_call_text(reply)
     if not isinstance(obj, dict) or not isinstance(obj.get("request"), str) or not obj["request"].strip():
-        return None, "reply_not_json"
+        return None, "reply_not_json", {"error": "no JSON object with a non-empty request", "reply": reply}
     call = obj.get("call")
     if isinstance(call, dict) and "name" not in call:
         call = {"name": tool["name"], "arguments": call.get("arguments", call)}
-    reason = validate_call(call, [tool])
+    reason, found = call_error(call, [tool])
     if reason:
-        return None, reason
-    if difflib.SequenceMatcher(None, obj["request"].lower(), seed_request.lower()).ratio() > 0.85:
-        return None, "copied_request"
+        return None, reason, found
+    similarity = difflib.SequenceMatcher(None, obj["request"].lower(), seed_request.lower()).ratio()
+    if similarity > MAX_REQUEST_SIMILARITY:
+        return None, "copied_request", {"similarity": similarity, "max": MAX_REQUEST_SIMILARITY,
+                                        "request": obj["request"]}
     args = call["arguments"] if isinstance(call["arguments"], dict) else json.loads(call["arguments"])
-    return {"request": obj["request"].strip(), "call": {"name": call["name"], "arguments": args}}, None
+    return {"request": obj["request"].strip(), "call": {"name": call["name"], "arguments": args}}, None, None
 
 
 @register
@@ -77,11 +84,11 @@ class BootstrapExamples(Generator):
         out, dropped = list(rows), []
         for (i, tool, q, _), resp in zip(seeds, responses):
             if resp.error:
-                dropped.append((i, "bootstrap_llm_error"))
+                dropped.append((i, "bootstrap_llm_error", {"error": resp.error}))
                 continue
-            got, reason = check_bootstrap(resp.text, tool, q)
+            got, reason, found = check_bootstrap(resp.text, tool, q)
             if reason:
-                dropped.append((i, f"bootstrap_{reason}", resp.text))
+                dropped.append((i, f"bootstrap_{reason}", found))
                 continue
             out.append(make_row(source=rows[i]["source"], tools=[tool],
                                 messages=[{"role": "user", "content": got["request"]}], calls=[got["call"]],

@@ -25,7 +25,7 @@ from synth.generation.generator import Generator, schema_with_provenance
 from synth.generation.llm import rule_provenance
 
 from synth.tools.schema import parse_tools
-from synth.tools.validate import validate_call
+from synth.tools.validate import call_error
 
 TOOL_SFT_SCHEMA = schema_with_provenance(
     pa.field("tools", pa.string()), pa.field("messages", pa.string()), pa.field("calls", pa.string()),
@@ -50,8 +50,8 @@ def make_row(*, source: str, tools: list[dict], messages: list[dict], calls: lis
             **(provenance or rule_provenance(f"tool_{kind}"))}
 
 
-def examples_from_dialogue(source: str, tools_text: str, conv_text: str) -> tuple[list[dict], list[str]]:
-    """(rows, reasons for calls that were dropped)."""
+def examples_from_dialogue(source: str, tools_text: str, conv_text: str) -> tuple[list[dict], list[tuple]]:
+    """(rows, (reason, evidence) for each call that was dropped)."""
     tools = parse_tools(tools_text, where=source)
     turns = json.loads(conv_text)
     rows, reasons, prefix = [], [], []
@@ -64,12 +64,12 @@ def examples_from_dialogue(source: str, tools_text: str, conv_text: str) -> tupl
             calls_seen = True
             try:
                 call = json.loads(turn["value"])
-            except json.JSONDecodeError:
-                reasons.append("seed_call_not_json")
+            except json.JSONDecodeError as e:
+                reasons.append(("seed_call_not_json", {"error": str(e)[:120], "call": turn["value"]}))
                 continue
-            reason = validate_call(call, tools)
+            reason, found = call_error(call, tools)
             if reason:
-                reasons.append(f"seed_{reason}")  # a broken seed call is not an example to learn from
+                reasons.append((f"seed_{reason}", found))  # a broken seed call is not an example to learn from
             elif prefix and prefix[-1]["role"] == "user":
                 rows.append(make_row(source=source, tools=tools, messages=list(prefix),
                                      calls=[{"name": call["name"], "arguments": call["arguments"]}], kind="single"))
@@ -97,11 +97,13 @@ class ToolExamples(Generator):
         for i, rec in enumerate(table.select(["source", "tools", "conversations"]).to_pylist()):
             try:
                 got, reasons = examples_from_dialogue(rec["source"], rec["tools"], rec["conversations"])
-            except RecordError:
-                dropped.append((i, "bad_dialogue"))
+            except RecordError as e:
+                dropped.append((i, "bad_dialogue", {"where": e.where, "error": e.reason}))
                 continue
             rows += got
-            dropped += [(i, r) for r in reasons]
-            if not got and not reasons:
-                dropped.append((i, "no_example"))
+            dropped += [(i, r, found) for r, found in reasons]
+            if not got and not reasons:  # no call and no negative: say what the dialogue had
+                turns, tools = json.loads(rec["conversations"]), parse_tools(rec["tools"], where=rec["source"])
+                dropped.append((i, "no_example", {"turns": len(turns), "tools": len(tools),
+                                                  "roles": sorted({str(t.get("from")) for t in turns})}))
         return rows, dropped

@@ -146,16 +146,25 @@ def fit_scorer(datasets: list[Labelled]) -> tuple[SupportScorer, dict]:
     return scorer, {"lodo": lodo, "shipped": shipped}
 
 
-def save_scorer(scorer: SupportScorer, path: Path = MODEL_PATH) -> None:
+def write_model_json(path: Path, obj: dict) -> None:
+    """Write a shipped model file whole or not at all (a temp name, then a rename)."""
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(scorer.to_json(), indent=1) + "\n")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
     tmp.replace(path)
 
 
-def load_scorer(path: Path = MODEL_PATH) -> SupportScorer:
+def read_model_json(path: Path) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"{path} missing; rebuild it with `cidermill eval data entailment --write-model`")
-    return SupportScorer.from_json(json.loads(path.read_text()))
+    return json.loads(path.read_text())
+
+
+def save_scorer(scorer: SupportScorer, path: Path = MODEL_PATH) -> None:
+    write_model_json(path, scorer.to_json())
+
+
+def load_scorer(path: Path = MODEL_PATH) -> SupportScorer:
+    return SupportScorer.from_json(read_model_json(path))
 
 
 # --- calibrating the threshold on a user's own labelled pairs ----------------------------------------

@@ -120,17 +120,22 @@ def feature_matrix(documents: list[str], summaries: list[str]) -> np.ndarray:
 _CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)(?<!\n)\b[^\W\d_a-z][^\W\d_]+")
 
 
+def extrinsic_words(document: str, text: str) -> set[str]:
+    """The specific words of `text` that the document lacks: numbers, words rarer than Zipf 3.5, and
+    capitalised words not starting a sentence (names the frequency list knows)."""
+    words = _document_index(document)[0]
+    specific = {t for t in tokens(text) if t not in _STOP and is_specific(t)}
+    specific |= {t for m in _CAPITALISED.findall(text) for t in tokens(m) if t not in _STOP}
+    return {t for t in specific if t not in words}
+
+
 def extrinsic_free(document: str, summary: str) -> float:
-    """1.0 when every specific word of the summary occurs in the document, else 0.0: a number, a word
-    rarer than Zipf 3.5, or a capitalised word not starting a sentence (a name the frequency list knows).
+    """1.0 when every specific word of the summary occurs in the document (see `extrinsic_words`), else 0.0.
 
     A hard signal of extrinsic hallucination that needs no threshold: its natural cut holds across
     extractive (CNN/DM) and abstractive (XSum) summaries alike, unlike coverage, but it cannot see
     intrinsic errors (a name of the document put in the wrong place). An evaluation baseline."""
-    words = _document_index(document)[0]
-    specific = {t for t in tokens(summary) if t not in _STOP and is_specific(t)}
-    specific |= {t for m in _CAPITALISED.findall(summary) for t in tokens(m) if t not in _STOP}
-    return float(all(t in words for t in specific))
+    return float(not extrinsic_words(document, summary))
 
 
 def bigram_coverage(document: str, summary: str) -> float:

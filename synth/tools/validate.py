@@ -31,35 +31,52 @@ def _reason(error) -> str:
     return "invalid_value"
 
 
-def validate_call(call: Any, tools: list[dict]) -> str | None:
+def call_error(call: Any, tools: list[dict]) -> tuple[str | None, dict | None]:
+    """(reason, evidence) for a call: None, None when valid; else the reason and what broke it: the
+    tool's name, and for a schema failure the rule (`required`, `type`, `enum` ...), the argument's
+    path and the validator's message (clipped), so a reject says which argument failed which rule."""
     if not isinstance(call, dict) or not isinstance(call.get("name"), str) or "arguments" not in call:
-        return "malformed_call"
+        return "malformed_call", {"error": "not an object with a string name and arguments",
+                                  "call": json.dumps(call, ensure_ascii=False, default=str)[:120]}
     args = call["arguments"]
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except json.JSONDecodeError:
-            return "arguments_not_json"
+        except json.JSONDecodeError as e:
+            return "arguments_not_json", {"name": call["name"], "error": str(e)[:120]}
     if not isinstance(args, dict):
-        return "malformed_call"
+        return "malformed_call", {"name": call["name"], "error": f"arguments are a {type(args).__name__}"}
     tool = next((t for t in tools if t["name"] == call["name"]), None)
     if tool is None:
-        return "unknown_tool"
+        return "unknown_tool", {"name": call["name"], "offered": sorted(t["name"] for t in tools)[:5]}
     schema = arguments_schema(tool)
     errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(args),
                     key=lambda e: (len(e.absolute_path), e.validator != "required"))
-    return _reason(errors[0]) if errors else None
+    if not errors:
+        return None, None
+    e = errors[0]
+    return _reason(e), {"name": call["name"], "rule": e.validator,
+                        "path": "/".join(str(p) for p in e.absolute_path), "error": e.message[:120]}
+
+
+def validate_call(call: Any, tools: list[dict]) -> str | None:
+    return call_error(call, tools)[0]
+
+
+def calls_error(calls: Any, tools: list[dict]) -> tuple[str | None, dict | None]:
+    """Every call of a (possibly parallel) list must be valid; the first failure decides (with its
+    position in the list as `call`)."""
+    if not isinstance(calls, list):
+        return "malformed_call", {"error": f"calls are a {type(calls).__name__}, not a list"}
+    for k, call in enumerate(calls):
+        reason, found = call_error(call, tools)
+        if reason:
+            return reason, {"call": k, **found}
+    return None, None
 
 
 def validate_calls(calls: Any, tools: list[dict]) -> str | None:
-    """Every call of a (possibly parallel) list must be valid; the first failure is the reason."""
-    if not isinstance(calls, list):
-        return "malformed_call"
-    for call in calls:
-        reason = validate_call(call, tools)
-        if reason:
-            return reason
-    return None
+    return calls_error(calls, tools)[0]
 
 
 def parse_call_text(text: str) -> Any:

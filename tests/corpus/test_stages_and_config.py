@@ -169,7 +169,7 @@ def test_a_resource_a_stage_reads_is_hashed_into_its_description(tmp_path):
     assert stage.describe()["resources"]["domains"] != first["resources"]["domains"]
     assert stage.describe()["config"] == first["config"]
     assert "resources" in stage_class("math_signals_v1")({}).describe()
-    assert set(stage_class("web_safety_v2")({}).describe()["resources"]) == {"web_data", "safety_model"}
+    assert set(stage_class("web_safety_v3")({}).describe()["resources"]) == {"web_data", "safety_model", "safety_model_manifest"}
     assert "resources" not in stage_class("text_length_v1")({}).describe()
 
 

@@ -56,6 +56,7 @@ class _Page(HTMLParser):
     def __init__(self):
         super().__init__()
         self.funnel: dict[str, list[int]] = {}
+        self.megabytes: dict[str, list[str]] = {}
         self.sections: dict[str, list[str]] = {}
         self.kept: list[str] = []
         self.marks: list[str] = []
@@ -100,6 +101,8 @@ class _Page(HTMLParser):
         if self._row and self._stack and self._stack[-1][0] == "td" and "n" in self._stack[-1][1].get("class", ""):
             if "rows-in" in self._stack[-1][1]["class"] or "rows-out" in self._stack[-1][1]["class"]:
                 self.funnel[self._row].append(int(data.replace(",", "")))
+            if "bytes-in" in self._stack[-1][1]["class"] or "bytes-out" in self._stack[-1][1]["class"]:
+                self.megabytes.setdefault(self._row, []).append(data)
 
 
 def parse(page: Path) -> _Page:
@@ -115,6 +118,12 @@ def test_the_page_shows_the_manifests_funnel_every_reason_with_samples_and_the_e
     assert page.name == f"docs@{version.version_id[:12]}.html"
     p = parse(page)
     assert p.funnel == {s.name: [s.rows_in, s.rows_out] for s in version.manifest.stats}
+    # bytes in and out of each stage (Arrow, in memory): counted, and shown as the manifest has them
+    stats = {s.name: s for s in version.manifest.stats}
+    assert stats["text_length_v1"].bytes_in > stats["text_length_v1"].bytes_out > 0
+    assert stats["text_length_v1"].bytes_in == stats["text_stats_v1"].bytes_out
+    assert p.megabytes["text_length_v1"] == [f"{stats['text_length_v1'].bytes_in / 1e6:,.2f}",
+                                             f"{stats['text_length_v1'].bytes_out / 1e6:,.2f}"]
     # every drop reason the manifest counts has a section, with min(3, count) samples of that reason
     counts = {f"{s.name}:{r}": n for s in version.manifest.stats for r, n in s.dropped.items()}
     assert counts["decontaminate_v1:contaminated:gsm8k"] == 1 and counts["text_length_v1:too_few_words"] > 3

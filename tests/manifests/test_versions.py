@@ -172,3 +172,20 @@ def test_cli_verify_and_diff(tmp_path, capsys):
     shard.write_bytes(shard.read_bytes()[:-1] + b"X")
     assert main(["data", "--root", str(tmp_path), "verify", f"docs@{b.version_id[:12]}"]) == 1
     assert b.manifest.shards[0].path in capsys.readouterr().err
+
+
+def test_a_shard_target_below_one_row_group_still_splits_shards(tmp_path):
+    """4,096-row groups of ~300-byte random rows are ~1.2 MB in memory; a 64 KiB target must still give
+    shards near 64 KiB (it rolls over between row groups, so row groups are sized from the target)."""
+    import random
+
+    r = random.Random(0)
+    words = ["".join(r.choice("abcdefghij") for _ in range(6)) for _ in range(3000 * 50)]
+    t = pa.table({"id": [f"r{i}" for i in range(3000)],
+                  "text": [" ".join(words[i * 50:(i + 1) * 50]) for i in range(3000)]})
+    target = 64 << 10
+    v = Catalog(tmp_path).write_table("t", t, target_bytes=target)
+    sizes = [s.bytes for s in v.manifest.shards]
+    assert len(sizes) > 5 and all(b <= 2 * target for b in sizes), sizes
+    assert sum(s.rows for s in v.manifest.shards) == 3000
+    assert v.read().column("id").to_pylist() == t.column("id").to_pylist()

@@ -75,8 +75,8 @@ def cmd_recover(args) -> int:
     if args.init == "svd":
         source, _ = load_model(manifest["source_checkpoint"], seq_length=int(manifest["data"]["seq_length"]))
         deq = dequantized_state(args.palettized)
-        w = source.state_dict()
-        residual = {k: w[k] - v for k, v in deq.items() if ".linear_" in k}
+        w = source.state_dict()  # on the GPU where there is one; the dequantized weights are on the CPU
+        residual = {k: w[k].detach().cpu() - v for k, v in deq.items() if ".linear_" in k}
     from pathlib import Path
 
     batches = train_batches(manifest, n=args.batch * args.steps, batch=args.batch,

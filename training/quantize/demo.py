@@ -61,7 +61,8 @@ def run(root: str, *, bpw: float = 3.6, rank: int = 16, lora_steps: int = 30, ta
     float_loss = mean_loss(float_model, data.valid)
     model, manifest = load_palettized(out)
     quant_loss = mean_loss(model, data.valid)
-    state = {k: v for k, v in float_model.state_dict().items() if k in manifest["layers"]}
+    # on the CPU, where the dequantized weights are: the float model sits on the GPU where there is one
+    state = {k: v.detach().cpu() for k, v in float_model.state_dict().items() if k in manifest["layers"]}
     deq = dequantized_state(out)
     residual = {k: state[k] - deq[k] for k in deq if ".linear_" in k}
     batches = train_batches(info.manifest, n=16 * lora_steps, batch=16, cache_dir=out / ".data-cache")

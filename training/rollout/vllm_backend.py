@@ -109,6 +109,9 @@ class VLLMRollouts:  # pragma: no cover - GPU only
         except ImportError:
             raise ConfigError("the vLLM rollout backend needs the vllm package (GPU machines: `pip install vllm`, "
                               "see requirements/gpu.txt)") from None
+        # vLLM's V1 engine runs the model in worker processes; `refresh` sends them a function (apply_model),
+        # which V1 pickles only with this switch on (the function and the workers are this program's own)
+        os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
         self.sync = WeightSync(work_dir, keep=keep)
         folder, _ = self.sync.publish(checkpoint)
         self.llm = LLM(model=str(folder), max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,

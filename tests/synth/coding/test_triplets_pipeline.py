@@ -81,6 +81,20 @@ def test_pipeline_keeps_only_execution_validated_triplets(tmp_path):
                        ("is_palindrome", "below_threshold"), ("is_palindrome", "duplicate_exact"),
                        ("reverse_string", "duplicate_near"), ("sum_evens", "duplicate_exact"),
                        ("sum_evens", "too_few_tests")]
+    # each drop's evidence (issue 43): is_palindrome's `return True` passes 'aba' and fails 'ab'
+    found = {(r["entry_point"], r["drop_reason"]): (r["id"], json.loads(r["drop_detail"]))
+             for t in run.rejects for r in t.to_pylist()}
+    pal = found[("is_palindrome", "below_threshold")][1]
+    assert {k: v for k, v in pal.items() if k != "failure"} == {
+        "best_passes": 1, "n_tests": 2, "pass_rate": 0.5, "min": 1.0, "verdict": "failed",
+        "failed_test": "assert is_palindrome('ab') == False"}
+    assert "AssertionError" in pal["failure"]
+    assert found[("sum_evens", "too_few_tests")][1] == {"n_tests": 1, "min": 2}
+    mbpp = found[("count_vowels", "contaminated:mbpp")][1]
+    assert (mbpp["benchmark"], mbpp["item"], mbpp["n"]) == ("mbpp", "1", 10)
+    assert all(w in MBPP_COPY.lower() for w in mbpp["ngram"].split()) and len(mbpp["ngram"].split()) == 10
+    rid, dup = found[("sum_evens", "duplicate_exact")]
+    assert set(dup) == {"kept_id"} and dup["kept_id"] != rid
     summary = pass_rate_summary(run)
     # reverse_string: 4 candidates, 3 judged (the syntax error is not parsed as a solution; the hang
     # fails each test by the per-test limit); is_palindrome: 4 candidates judged, each 1 of 2.

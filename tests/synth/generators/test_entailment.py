@@ -59,10 +59,11 @@ def test_filter_keeps_supported_and_drops_made_up_summary():
     t = pa.table({"payload": [DOC, DOC],
                   "summary": ["The city library will open at 8 am on Saturdays from March.",
                               "The museum in Berlin will close for 12 weeks after a 40 million euro fire."]})
-    scored = EntailmentScore({})(t).table
+    scored = EntailmentScore({"method": "support"})(t).table
     s = scored.column("entail__score").to_pylist()
+    assert s == scored.column("entail__support").to_pylist() and "entail__sentences" not in scored.schema.names
     assert s[0] > load_scorer().threshold > s[1]
-    res = EntailmentFilter({})(scored)
+    res = EntailmentFilter({"method": "support"})(scored)
     assert res.stats.dropped == {"not_entailed": 1}
     assert res.table.column("summary").to_pylist() == ["The city library will open at 8 am on Saturdays from March."]
 
@@ -78,7 +79,7 @@ def test_llm_judge_averages_sentence_verdicts():
     assert backend.calls == 2  # three sentences, two distinct requests (identical ones are asked once)
 
     register_backend("judge-test", ScriptedBackend(lambda req, i: "maybe"))  # unparseable = not supported
-    out = EntailmentScore({"llm_judge": {"backend": {"kind": "registered", "name": "judge-test"}}})(
+    out = EntailmentScore({"method": "support", "llm_judge": {"backend": {"kind": "registered", "name": "judge-test"}}})(
         pa.table({"payload": [DOC], "summary": ["The city library will open at 8 am on Saturdays."]})).table
     assert out.column("entail__llm_score").to_pylist() == [0.0]
     assert out.column("entail__score").to_pylist() == [pytest.approx(0.5)]  # (1.0 support + 0.0 judge) / 2
@@ -227,12 +228,13 @@ def test_entailment_threshold_command(tmp_path, capsys):
                  {"document": doc, "summary": f"Mayor Ortiz{i} said the museum in Paris will cost 9 million euros.", "label": 0}]
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["synth", "entailment-threshold", str(path), "--folds", "3", "--json"]) == 0
+    assert main(["synth", "entailment-threshold", str(path), "--folds", "3", "--method", "support", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert (r["n"], r["n_consistent"], r["auc"], r["balanced_acc_cross_validated"]) == (12, 6, 1.0, 1.0)
-    assert main(["synth", "entailment-threshold", str(path), "--folds", "3"]) == 0
+    assert r["method"] == "support"
+    assert main(["synth", "entailment-threshold", str(path), "--folds", "3", "--method", "support"]) == 0
     out = capsys.readouterr().out
-    assert f"summary_entailment_filter_v1: {{threshold: {r['threshold']:.4f}}}" in out
+    assert f"summary_entailment_filter_v2: {{method: support, threshold: {r['threshold']:.4f}}}" in out
     path.write_text(path.read_text() + '{"document": "d", "summary": "s", "label": "yes"}\n')
     assert main(["synth", "entailment-threshold", str(path)]) != 0
     assert "pairs.jsonl [line 13]: label must be 1" in capsys.readouterr().err
