@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +49,16 @@ def _use_dist_checkpointing() -> bool:
     return torch.cuda.is_available()
 
 
-def save(directory: str | Path, *, model, optimizer=None, manifest: dict) -> Path:
+def save(directory: str | Path, *, model, optimizer=None, manifest: dict,
+         copy_files: dict[str, str | Path] | None = None) -> Path:
+    """`copy_files` = {relative path in the checkpoint: source file}: files the checkpoint carries as they are
+    (an import's tokenizer files; the manifest records their hashes)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    if _rank() == 0:
+        for rel, source in (copy_files or {}).items():
+            (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, directory / rel)
     if _use_dist_checkpointing():
         from megatron.core import dist_checkpointing
 

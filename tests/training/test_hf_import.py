@@ -1,0 +1,155 @@
+"""`train import-hf`: a small random transformers model of each family (Llama, Qwen2, Qwen3; tied and untied,
+GQA, biases, q/k norms, RoPE scaling) imported into a megatron checkpoint gives transformers' logits on real
+text (fp32, max abs diff <= 1e-4), and `export-hf` of the import gives them back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from manifests.errors import ConfigError
+from training import parallel
+from training.checkpoint import open_checkpoint
+from training.hf_import import import_hf, shape_from_config
+
+from .hf_models import FAMILIES, make_family
+
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def texts(c4_docs):
+    return [d["text"] for d in c4_docs]
+
+
+def _hf_logits(folder, ids):
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    with torch.no_grad():
+        return hf(torch.tensor([ids])).logits[0]
+
+
+def _our_logits(ckpt, ids, *, sdpa: bool = False):
+    from training.model.sdpa import build_eval_model
+    from training.trainer import load_model
+
+    parallel.setup(parallel.ParallelConfig())
+    info = open_checkpoint(ckpt)
+    model = build_eval_model(info, seq_length=512) if sdpa else \
+        load_model(ckpt, seq_length=512, parallel_output=False)[0]
+    model.eval()
+    t = torch.tensor([ids])
+    with torch.no_grad():
+        return model(t, torch.arange(t.shape[1])[None], None)[0]
+
+
+@pytest.mark.parametrize("kind", sorted(FAMILIES))
+def test_import_logits_equal_transformers_and_round_trip(kind, tmp_path, texts):
+    from corpus.mix.tokenizer import tokenizer_from_bytes
+    from training.export_hf import export_hf
+
+    src = make_family(kind, tmp_path / "src", texts[:150])
+    ckpt = import_hf(src, tmp_path / "ckpt", log=lambda *_: None)
+    info = open_checkpoint(ckpt)
+    shape = info.manifest["model_shape"]
+    cls_name, extra = FAMILIES[kind]
+    assert shape["tied_embeddings"] == extra["tie_word_embeddings"]
+    assert shape["qk_norm"] == (cls_name == "Qwen3Config") and shape["qkv_bias"] == (cls_name == "Qwen2Config")
+    assert info.manifest["source"]["kind"] == "hf_folder" and len(info.manifest["source"]["sha256"]) == 64
+
+    # the tokenizer travels inside the checkpoint, recorded with each file's hash; the project reads it with
+    # its own tokenizer and gets transformers' ids
+    entry = info.manifest["tokenizer"]
+    assert entry["kind"] == "hf_tokenizers" and set(entry["hf_files"]) >= {"tokenizer.json", "tokenizer_config.json"}
+    ours_tok = tokenizer_from_bytes((ckpt / entry["file"]).read_bytes(), name="t")
+    hf_tok = transformers.AutoTokenizer.from_pretrained(str(src))
+    text = texts[200][:600]  # a document the tokenizer was not trained on
+    ids = ours_tok.encode(text)
+    assert ids == hf_tok(text, add_special_tokens=False)["input_ids"] and len(ids) > 50
+
+    theirs = _hf_logits(src, ids)
+    for sdpa in (False, True):  # training layers and the evaluation/rollout model (SDPA core attention)
+        ours = _our_logits(ckpt, ids, sdpa=sdpa)
+        assert float((ours - theirs).abs().max()) <= 1e-4, (kind, sdpa)
+
+    out = export_hf(ckpt, tmp_path / "hf")
+    config = json.loads((out / "config.json").read_text())
+    want_arch = {"LlamaConfig": "LlamaForCausalLM", "Qwen2Config": "Qwen2ForCausalLM",
+                 "Qwen3Config": "Qwen3ForCausalLM"}[cls_name]
+    assert config["architectures"] == [want_arch]
+    back = _hf_logits(out, ids)
+    assert float((back - theirs).abs().max()) <= 1e-5
+    exported_tok = transformers.AutoTokenizer.from_pretrained(str(out))
+    assert exported_tok(text, add_special_tokens=False)["input_ids"] == ids
+    assert config["pad_token_id"] == exported_tok.pad_token_id == hf_tok.pad_token_id
+
+
+def test_import_of_export_is_the_same_checkpoint(tmp_path, texts):
+    """AFM shape -> export-hf (Qwen3) -> import-hf: the same weights, shape switches and RoPE base."""
+    from training.export_hf import export_hf
+    from training.hf_import import megatron_state, shape_from_config
+    from training.export_hf import convert_state
+
+    src = make_family("qwen3-tied", tmp_path / "src", texts[:150])
+    ckpt = import_hf(src, tmp_path / "a", log=lambda *_: None)
+    again = import_hf(export_hf(ckpt, tmp_path / "hf"), tmp_path / "b", log=lambda *_: None)
+    a, b = open_checkpoint(ckpt), open_checkpoint(again)
+    strip = lambda s: {k: v for k, v in s.items() if k != "name"}  # noqa: E731
+    assert strip(a.manifest["model_shape"]) == strip(b.manifest["model_shape"])
+    assert a.manifest["rotary_base"] == b.manifest["rotary_base"]
+    wa = torch.load(ckpt / "model.pt", weights_only=True)
+    wb = torch.load(again / "model.pt", weights_only=True)
+    keys = [k for k in wa if not k.endswith("_extra_state")]
+    assert keys and all(torch.equal(wa[k], wb[k]) for k in keys)
+    # and the two conversions are inverse on their own
+    cfg = json.loads((src / "config.json").read_text())
+    shape, _ = shape_from_config(cfg, name="x")
+    from safetensors.torch import load_file
+
+    hf = load_file(str(src / "model.safetensors"))
+    back = convert_state(megatron_state(hf, shape), {**shape.__dict__})
+    assert set(back) == set(hf) - {"lm_head.weight"} and all(torch.equal(back[k], hf[k].float()) for k in back)
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "RoPE scaling 'yarn' is not supported"),
+    ({"model_type": "mistral", "sliding_window": 4096}, "sliding-window attention"),
+    ({"attention_bias": True}, "attention_bias/mlp_bias"),
+    ({"hidden_act": "gelu"}, "only SwiGLU"),
+])
+def test_unsupported_configs_are_refused_with_the_reason(change, reason):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 100, **change}
+    with pytest.raises(ConfigError, match=reason):
+        shape_from_config(cfg, name="x")
+
+
+def test_old_manifests_load_with_afm_defaults():
+    """A manifest written before the architecture switches existed (sizes only) is the AFM model."""
+    from training.model import get_shape
+
+    old = {"hidden_size": 64, "num_layers": 2, "num_attention_heads": 4, "num_query_groups": 2, "head_dim": 16,
+           "ffn_hidden_size": 128, "vocab_size": 256}
+    shape = get_shape("tiny", **old)
+    assert shape.is_afm and shape.qk_norm and not shape.qkv_bias and shape.tied_embeddings
+    assert shape.norm_eps == 1e-5 and shape.rope_scaling == "none"
+    with pytest.raises(ConfigError, match="unknown model shape"):
+        get_shape("not-a-shape", hidden_size=64)
+
+
+@pytest.mark.parametrize("switches", [
+    dict(qk_norm=False), dict(qk_norm=False, qkv_bias=True), dict(tied_embeddings=False),
+    dict(qk_norm=False, qkv_bias=True, tied_embeddings=False, num_query_groups=1),
+])
+def test_parameter_counts_of_every_architecture_match_the_built_model(switches):
+    from training.memory import rank_parameter_count
+    from training.model import build_model, count_parameters, get_shape
+
+    parallel.setup(parallel.ParallelConfig())
+    shape = get_shape("tiny", **switches)
+    counted = count_parameters(build_model(shape, seq_length=32))
+    analytic = shape.parameter_count()
+    assert counted == analytic
+    assert rank_parameter_count(shape, 1) == analytic["total"]
