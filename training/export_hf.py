@@ -210,6 +210,16 @@ def checkpoint_tokenizer(info: ckpt.CheckpointInfo) -> dict:
     return tok
 
 
+def tokenizer_spec(info: ckpt.CheckpointInfo) -> str:
+    """What `training.chat.load_tokenizer` takes for a checkpoint's tokenizer: the spec a post-training run was
+    configured with (`bytes` or a file), else the recorded/mixture tokenizer (`bytes` or its model file)."""
+    spec = (info.manifest.get("config") or {}).get("tokenizer")
+    if isinstance(spec, str):
+        return spec
+    tok = checkpoint_tokenizer(info)
+    return "bytes" if tok.get("kind") == "bytes" else str(tok["model_file"])
+
+
 def byte_tokenizer_json(*, eod_id: int = 0) -> tuple[dict, str]:
     """tokenizers' JSON for the byte tokenizer: ByteLevel symbols (GPT-2's byte->unicode table), BPE with no
     merges, so each byte is one token whose id is the byte value."""

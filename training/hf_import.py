@@ -93,7 +93,8 @@ def shape_from_config(cfg: dict, *, name: str, where: str = "config.json") -> tu
         head_dim=int(cfg.get("head_dim") or hidden // heads), ffn_hidden_size=int(cfg["intermediate_size"]),
         vocab_size=int(cfg["vocab_size"]), qk_norm=model_type == "qwen3", qkv_bias=model_type == "qwen2",
         tied_embeddings=bool(cfg.get("tie_word_embeddings", TIED_DEFAULT[model_type])),
-        norm_eps=float(cfg.get("rms_norm_eps", 1e-6)), **rope)
+        # a GGUF stores eps as float32 (1e-5 -> 9.99999975e-06): the shortest decimal with that float32 value
+        norm_eps=float(f"{float(cfg.get('rms_norm_eps', 1e-6)):.7g}"), **rope)
     return shape, theta
 
 
@@ -147,11 +148,9 @@ def megatron_state(hf: dict[str, torch.Tensor], shape: ModelShape) -> dict[str, 
 
 # ---- reading a source ------------------------------------------------------------------------------------
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from manifests.storage import Location
+
+    return Location.parse(str(path)).sha256()[0]
 
 
 def _slug(text: str) -> str:
@@ -178,18 +177,17 @@ def _read_folder(src: Path) -> tuple[dict, dict, dict]:
     return config, state, record
 
 
-def _read_gguf(src: Path) -> tuple[dict, dict, dict]:
-    """(config, dequantised state dict, source record) of a GGUF file, through transformers' GGUF loader."""
-    from transformers import AutoModelForCausalLM
+def _read_gguf(src: Path) -> tuple[Path, dict]:
+    """(a safetensors folder of the dequantised model, source record) of a GGUF file. The folder is synth's
+    cached conversion (synth.backends.cpu.converted_model_dir: transformers' GGUF loader, keyed by the file's
+    sha256), the one place the project turns a GGUF into a model folder."""
+    from synth.backends.cpu import converted_model_dir
 
-    model = AutoModelForCausalLM.from_pretrained(str(src.parent), gguf_file=src.name, dtype=torch.float32)
-    config = model.config.to_dict()
-    state = {k: v.detach() for k, v in model.state_dict().items()}
-    if config.get("tie_word_embeddings"):
-        state.pop("lm_head.weight", None)  # transformers ties it to the embedding: the same tensor
+    folder = converted_model_dir(src)
     record = {"kind": "gguf", "path": str(src.resolve()), "sha256": _sha256(src), "quantization": _gguf_type(src),
+              "converted_folder": str(folder),
               "note": "dequantised by transformers; these fp32 weights are the float reference of this checkpoint"}
-    return config, state, record
+    return folder, record
 
 
 def _gguf_type(src: Path) -> str | None:
@@ -204,18 +202,17 @@ def _gguf_type(src: Path) -> str | None:
         return None
 
 
-def _save_tokenizer(src: Path, into: Path) -> None:
-    """The source's tokenizer, loaded and saved by transformers (a GGUF file's is converted to tokenizer.json)."""
+def _save_tokenizer(folder: Path, into: Path) -> None:
+    """The folder's tokenizer, loaded and saved by transformers (tokenizer.json, config, chat template)."""
     from transformers import AutoTokenizer
 
-    kw = {"gguf_file": src.name} if src.is_file() else {}
     try:
-        tok = AutoTokenizer.from_pretrained(str(src.parent if src.is_file() else src), **kw)
+        tok = AutoTokenizer.from_pretrained(str(folder))
     except Exception as exc:  # noqa: BLE001 - transformers raises many kinds; the message says which
-        raise ConfigError(f"import-hf: cannot load the tokenizer of {src} ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"import-hf: cannot load the tokenizer of {folder} ({type(exc).__name__}: {exc})") from None
     tok.save_pretrained(str(into))
     if not (into / "tokenizer.json").is_file():
-        raise ConfigError(f"import-hf: the tokenizer of {src} has no fast (tokenizer.json) form")
+        raise ConfigError(f"import-hf: the tokenizer of {folder} has no fast (tokenizer.json) form")
 
 
 def tokenizer_entry(folder: Path, *, name: str) -> dict:
@@ -250,10 +247,13 @@ def import_hf(src: str | Path, out: str | Path, *, name: str | None = None, log=
     if not is_gguf:  # refuse an unsupported architecture before reading weights
         shape_from_config(json.loads((src / "config.json").read_text()) if (src / "config.json").is_file() else {},
                           name="probe", where=str(src / "config.json"))
-    config, hf_state, record = _read_gguf(src) if is_gguf else _read_folder(src)
-    where = f"{src} (config)"
+    folder, gguf_record = _read_gguf(src) if is_gguf else (src, None)
+    config, hf_state, record = _read_folder(folder)
+    record = gguf_record or record
     name = name or "hf-" + _slug(src.stem if is_gguf else src.name)
-    shape, rotary_base = shape_from_config(config, name=name, where=where)
+    shape, rotary_base = shape_from_config(config, name=name, where=str(folder / "config.json"))
+    # run configs type the RoPE base as an integer (every released base is one: 1e4, 1e5, 5e5, 1e6)
+    rotary_base = int(rotary_base) if float(rotary_base).is_integer() else rotary_base
     state = megatron_state(hf_state, shape)
     max_pos = int(config.get("max_position_embeddings") or 4096)
 
@@ -262,7 +262,7 @@ def import_hf(src: str | Path, out: str | Path, *, name: str | None = None, log=
     ckpt.load_state_dict_(model, state)  # strict: every parameter of the built model comes from the source
     with tempfile.TemporaryDirectory(prefix="import-hf-tok-") as tmp:
         tok_dir = Path(tmp)
-        _save_tokenizer(src, tok_dir)
+        _save_tokenizer(folder, tok_dir)
         entry = tokenizer_entry(tok_dir, name=name)
         manifest = {
             "run": name, "stage": "import", "step": 0, "steps_total": 0, "seed": 0,

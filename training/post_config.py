@@ -106,7 +106,8 @@ class PostTrainConfig:
     method: str
     model: ModelShape
     data: PostDataConfig
-    tokenizer: str = "bytes"  # 'bytes' or a tokenizer file
+    # 'bytes' or a tokenizer file; `checkpoint` in YAML = the tokenizer init_from carries (resolved on load)
+    tokenizer: str = "bytes"
     template: TemplateConfig = field(default_factory=TemplateConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
@@ -145,11 +146,36 @@ class PostTrainConfig:
         return dataclasses.asdict(self)
 
 
+def _from_checkpoint(raw: dict, where: str, key: str):
+    """The checkpoint `model: {shape: checkpoint}` / `tokenizer: checkpoint` read from: init_from, else the
+    DPO or MDLOO reference."""
+    from .checkpoint import open_checkpoint
+
+    source = raw.get("init_from") or (raw.get("dpo") or {}).get("reference") or \
+        (raw.get("mdloo") or {}).get("reference")
+    if not source:
+        raise ConfigError(f"{where}: `{key}: checkpoint` takes it from init_from (or dpo/mdloo reference); "
+                          "none is set")
+    return open_checkpoint(source)
+
+
 def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
     raw = dict(raw)
     model = dict(raw.pop("model", None) or {})
     if "shape" not in model:
         raise ConfigError(f"{where}: `model: {{shape: NAME, ...overrides}}` is required")
+    if model["shape"] == "checkpoint":  # an imported (or any) checkpoint's shape and RoPE base, as recorded
+        info = _from_checkpoint(raw, where, "model.shape")
+        recorded = dict(info.manifest["model_shape"])
+        model = {**recorded, **{k: v for k, v in model.items() if k != "shape"}, "shape": recorded.pop("name")}
+        model.pop("name")
+        base = info.manifest.get("rotary_base", 500_000)
+        if raw.setdefault("rotary_base", base) != base:
+            raise ConfigError(f"{where}: rotary_base {raw['rotary_base']} differs from {info.directory}'s {base}")
+    if raw.get("tokenizer") == "checkpoint":
+        from .export_hf import tokenizer_spec
+
+        raw["tokenizer"] = tokenizer_spec(_from_checkpoint(raw, where, "tokenizer"))
     shape = get_shape(model.pop("shape"), **model)
     data = dict(raw.pop("data", None) or {})
     data["sources"] = tuple(_build(SourceConfig, dict(s), f"{where}: data.sources[{i}]")

