@@ -123,6 +123,10 @@ class PostTrainConfig:
     # SFT only: train a task adapter (LoRA only) on the frozen base named by this adapter's manifest (the
     # palettized model), starting from a copy of this adapter (the accuracy-recovery adapter)
     adapter_init: str | None = None
+    # 0: train every parameter; N: only the last N transformer layers, the final norm and an untied output
+    # layer (and the RM's heads); the embedding and the layers below stay frozen and get no backward pass:
+    # how a released model is post-trained on a CPU budget (benchmarks/real_*.py)
+    trainable_layers: int = 0
     out_dir: str = "out/post"
     save_every: int = 0
     log_every: int = 10
@@ -136,6 +140,9 @@ class PostTrainConfig:
                               f"micro_batch ({self.micro_batch})")
         if self.steps <= 0 or self.seq_length < 2:
             raise ConfigError(f"{self.name}: steps must be > 0 and seq_length >= 2")
+        if not 0 <= self.trainable_layers <= self.model.num_layers:
+            raise ConfigError(f"{self.name}: trainable_layers must be in [0, {self.model.num_layers}] (0 = all); "
+                              f"got {self.trainable_layers}")
         if self.adapter_init and (self.method != "sft" or self.init_from):
             raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
                               f"one the adapter names); got method {self.method}, init_from {self.init_from}")

@@ -116,6 +116,10 @@ def build_gpt(cfg, *, init_from: str | None = None):
             raise ConfigError(f"init_from {init_from}: its model shape differs from the config's {cfg.model.name}")
         _check_architecture(cfg, info)
         ckpt.load_weights(info, model)
+    if getattr(cfg, "trainable_layers", 0):
+        from .model.gpt import train_top_layers
+
+        train_top_layers(model, cfg.trainable_layers)
     return model
 
 

@@ -173,3 +173,20 @@ def test_smollm2_gguf_import_gives_transformers_logits(tmp_path, texts):
     theirs = _hf_logits(converted_model_dir(gguf), ids)
     ours = _our_logits(ckpt, ids, sdpa=True)
     assert float((ours - theirs).abs().max()) <= 1e-4
+
+
+def test_trainable_layers_freezes_all_but_the_top_and_skips_their_backward():
+    from training.model import build_model, get_shape
+    from training.model.gpt import train_top_layers
+
+    parallel.setup(parallel.ParallelConfig())
+    shape = get_shape("tiny", num_layers=3, tied_embeddings=False)
+    model = build_model(shape, seq_length=16)
+    train_top_layers(model, 1)
+    trainable = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+    assert trainable and all(n.startswith(("decoder.layers.2.", "decoder.final_layernorm", "output_layer"))
+                             for n in trainable)
+    assert any(n.startswith("output_layer") for n in trainable)
+    tokens = torch.randint(0, shape.vocab_size, (2, 16))
+    model(tokens, torch.arange(16)[None].expand(2, 16), None).sum().backward()
+    assert all((p.grad is None) != p.requires_grad for p in model.parameters())

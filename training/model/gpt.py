@@ -113,3 +113,16 @@ def count_parameters(model: torch.nn.Module) -> dict[str, int]:
     embedding = sum(p.numel() for n, p in model.named_parameters()
                     if "word_embeddings" in n or n.startswith("output_layer."))
     return {"total": total, "embedding": embedding, "non_embedding": total - embedding}
+
+
+def train_top_layers(model, n: int) -> None:
+    """Freeze everything but the last `n` transformer layers, the final norm and an untied output layer.
+    Autograd then stops at the lowest trainable layer: the backward pass costs ~n/num_layers of a full one."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    keep = [*model.decoder.layers[-n:], model.decoder.final_layernorm]
+    if not model.share_embeddings_and_output_weights and getattr(model, "output_layer", None) is not None:
+        keep.append(model.output_layer)
+    for module in keep:
+        for p in module.parameters():
+            p.requires_grad_(True)
