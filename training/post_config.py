@@ -177,6 +177,7 @@ def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
         model = {**recorded, **{k: v for k, v in model.items() if k != "shape"}, "shape": recorded.pop("name")}
         model.pop("name")
         base = info.manifest.get("rotary_base", 500_000)
+        base = int(base) if float(base).is_integer() else base
         if raw.setdefault("rotary_base", base) != base:
             raise ConfigError(f"{where}: rotary_base {raw['rotary_base']} differs from {info.directory}'s {base}")
     if raw.get("tokenizer") == "checkpoint":
