@@ -37,9 +37,13 @@ def split_files(work: Path) -> dict[str, list[tuple[str, str]]]:
 
     out: dict[str, list] = {"train": [], "dev": [], "test": []}
     for fmt, path in SOURCES:
-        parts = split(read_records(path), {"train": 0.7, "dev": 0.1, "test": 0.2}, seed=0)
-        for part, rows in parts.items():
-            out[part].append((fmt, write_jsonl(work / "rm" / "data" / f"{fmt}.{part}.jsonl", rows)))
+        target = {part: work / "rm" / "data" / f"{fmt}.{part}.jsonl" for part in out}
+        if not all(t.exists() for t in target.values()):  # written once; other scripts read the same split
+            parts = split(read_records(path), {"train": 0.7, "dev": 0.1, "test": 0.2}, seed=0)
+            for part, rows in parts.items():
+                write_jsonl(target[part], rows)
+        for part in out:
+            out[part].append((fmt, str(target[part])))
     return out
 
 
