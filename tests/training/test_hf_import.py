@@ -91,8 +91,11 @@ def test_import_of_export_is_the_same_checkpoint(tmp_path, texts):
     from training.hf_import import megatron_state, shape_from_config
     from training.export_hf import convert_state
 
+    from manifests.main import main
+
     src = make_family("qwen3-tied", tmp_path / "src", texts[:150])
-    ckpt = import_hf(src, tmp_path / "a", log=lambda *_: None)
+    assert main(["train", "import-hf", str(src), "--out", str(tmp_path / "a")]) == 0  # through the CLI
+    ckpt = tmp_path / "a"
     again = import_hf(export_hf(ckpt, tmp_path / "hf"), tmp_path / "b", log=lambda *_: None)
     a, b = open_checkpoint(ckpt), open_checkpoint(again)
     strip = lambda s: {k: v for k, v in s.items() if k != "name"}  # noqa: E731
@@ -190,3 +193,15 @@ def test_trainable_layers_freezes_all_but_the_top_and_skips_their_backward():
     tokens = torch.randint(0, shape.vocab_size, (2, 16))
     model(tokens, torch.arange(16)[None].expand(2, 16), None).sum().backward()
     assert all((p.grad is None) != p.requires_grad for p in model.parameters())
+
+
+def test_cli_refuses_what_it_cannot_import(tmp_path, capsys):
+    from manifests.main import main
+
+    assert main(["train", "import-hf", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "gpt2").mkdir()
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    assert main(["train", "import-hf", str(tmp_path / "gpt2"), "--out", str(tmp_path / "o")]) == 2
+    assert "model_type 'gpt2' is not supported" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
