@@ -88,7 +88,7 @@ def main() -> int:
     n = len(test_prompts)
     print(f"\nSFT on {len(parts['train'])} conversations ({args.steps} steps x {args.batch} packs of {args.seq}, top "
           f"{args.trainable_layers} layers, lr {args.lr}); kept {Path(chosen).name} by dev loss; SFT {result.seconds:.0f} s")
-    print(f"| metric (held-out) | base | SFT | change (95% CI) |\n|---|---|---|---|")
+    print("| metric (held-out) | base | SFT | change (95% CI) |\n|---|---|---|---|")
     print(f"| SFT loss, {len(parts['test'])} test conversations (nats/token) | {before['test_loss']:.4f} | "
           f"{after['test_loss']:.4f} | {after['test_loss'] - before['test_loss']:+.4f} |")
     for key in ("prompt_level_strict", "instruction_level_strict", "prompt_level_loose", "instruction_level_loose"):
