@@ -113,6 +113,8 @@ class Mapper(Stage):
     """Rewrites rows one to one; may also drop rows by returning reasons, and count things."""
 
     rejects_show_input: ClassVar[bool] = True  # False: rejects show the rewritten row instead
+    # a column of the rewritten table that holds each row's evidence: copied to the rejects as `drop_detail`
+    detail_column: ClassVar[str | None] = None
 
     @abstractmethod
     def transform(self, table: pa.Table) -> tuple:
@@ -124,7 +126,8 @@ class Mapper(Stage):
         if reasons is None:
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
-            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None)
+            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None,
+                                    details=out.column(self.detail_column) if self.detail_column else None)
         if rest:
             result.stats.counters.update(rest[0])
         return result
@@ -244,9 +247,12 @@ def drop_by_reason(
         elif details is not None:
             if len(details) != table.num_rows:
                 raise RuntimeError(f"{stage_name}: returned {len(details)} details for {table.num_rows} rows")
-            details = pa.array(details, pa.string()).filter(dropped_mask)
+            if not isinstance(details, (pa.Array, pa.ChunkedArray)):
+                details = pa.array(details, pa.string())
+            details = pc.filter(details, dropped_mask)
         if details is not None:
-            columns[DROP_DETAIL] = pa.array(details, pa.string())
+            columns[DROP_DETAIL] = pc.cast(details, pa.string()) if isinstance(details, (pa.Array, pa.ChunkedArray)) \
+                else pa.array(details, pa.string())
         rejects = with_columns(rejects, columns)
     stats = StageStats(stage_name, rows_in=table.num_rows, rows_out=kept.num_rows, dropped=dropped)
     return StageResult(kept, stats, rejects)

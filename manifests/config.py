@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import types
 import typing
@@ -75,6 +76,30 @@ def require(condition: bool, message: str) -> None:
     """For `__post_init__` checks: raise ValueError(message) unless condition holds."""
     if not condition:
         raise ValueError(message)
+
+
+def number_problem(value: Any, *, gt=None, ge=None, lt=None, le=None, integer: bool = False) -> str | None:
+    """Why `value` is not a finite number within the bounds (None when it is): `gt`/`ge` lower, `lt`/`le`
+    upper bounds; NaN and infinities never pass, booleans are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number; got {value!r}"
+    if integer and not isinstance(value, int):
+        return f"must be a whole number; got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number; got {value}"
+    for bound, ok, word in ((gt, lambda b: value > b, ">"), (ge, lambda b: value >= b, ">="),
+                            (lt, lambda b: value < b, "<"), (le, lambda b: value <= b, "<=")):
+        if bound is not None and not ok(bound):
+            return f"must be {word} {bound}; got {value}"
+    return None
+
+
+def require_number(value: Any, name: str, *, where: str | None = None, **bounds) -> None:
+    """Raise ConfigError("NAME must be > 0; got nan[ in WHERE]") unless `value` passes `number_problem`.
+    The one numeric check of configs (`__post_init__`) and command-line options alike."""
+    problem = number_problem(value, **bounds)
+    if problem:
+        raise ConfigError(f"{name} {problem}" + (f" in {where}" if where else ""))
 
 
 def _type_name(tp: Any) -> str:

@@ -44,7 +44,6 @@ from .model.shapes import ModelShape
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3")
 # tie_word_embeddings when config.json does not say: the transformers classes' own defaults for these types
 TIED_DEFAULT = {"llama": False, "mistral": False, "qwen2": False, "qwen3": False}
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
 
 
 # ---- the config -> a ModelShape and a RoPE base --------------------------------------------------------
@@ -217,18 +216,14 @@ def _save_tokenizer(folder: Path, into: Path) -> None:
 
 def tokenizer_entry(folder: Path, *, name: str) -> dict:
     """The manifest's tokenizer entry for an HF tokenizer folder: the project's HFTokenizer facts (the ids the
-    trainer uses) plus the special tokens transformers declares and every file's sha256."""
+    trainer uses), the special tokens transformers declares and every file's sha256 (`hf_files`)."""
     from corpus.mix.tokenizer import tokenizer_from_bytes
+
+    from .checkpoint import tokenizer_entry as checkpoint_entry
 
     tok = tokenizer_from_bytes((folder / "tokenizer.json").read_bytes(), name=f"{name}/tokenizer.json",
                                kind="hf_tokenizers")
-    config = json.loads((folder / "tokenizer_config.json").read_text()) \
-        if (folder / "tokenizer_config.json").is_file() else {}
-    special = {k: config.get(k) for k in ("eos_token", "bos_token", "pad_token", "unk_token")
-               if isinstance(config.get(k), str)}
-    return {**tok.describe(), "file": "tokenizer/tokenizer.json", "special_tokens": special,
-            "hf_files": {p.name: _sha256(p) for p in sorted(folder.iterdir())
-                         if p.is_file() and p.name in TOKENIZER_FILES}}
+    return checkpoint_entry(tok.describe(), folder / "tokenizer.json")
 
 
 # ---- the import --------------------------------------------------------------------------------------------
@@ -273,10 +268,8 @@ def import_hf(src: str | Path, out: str | Path, *, name: str | None = None, log=
                        "architecture": (config.get("architectures") or [None])[0],
                        "config": {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool, list, dict))
                                   or v is None}},
-            "tokenizer": entry,
         }
-        ckpt.save(out, model=model, manifest=manifest,
-                  copy_files={f"tokenizer/{n}": tok_dir / n for n in entry["hf_files"]})
+        ckpt.save(out, model=model, manifest=manifest, tokenizer=(entry, tok_dir / "tokenizer.json"))
     n = sum(p.numel() for p in model.parameters())
     log(f"imported {src} ({record['kind']}, {config.get('model_type')}, {n / 1e6:.1f}M parameters) -> {out}")
     return Path(out)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from manifests.config import require_number
 from manifests.errors import ConfigError
 
 from .model.shapes import ModelShape
@@ -162,6 +163,10 @@ def plan_memory(shape: ModelShape, *, gpus: int, gpu_bytes: int, seq_length: int
                 tensor_parallel: int = 1, precision: str = "fp32", distributed_optimizer: bool = False,
                 recompute: str = "none", kernels: str = "local", teacher: ModelShape | None = None,
                 reserve_bytes: int = 6 * GiB) -> MemoryPlan:
+    require_number(gpus, "--gpus", ge=1, integer=True)
+    require_number(gpu_bytes, "--gpu-mem", gt=0)
+    require_number(seq_length, "seq_length", ge=1, integer=True)
+    require_number(micro_batch, "micro_batch", ge=1, integer=True)
     if gpus % tensor_parallel:
         raise ConfigError(f"{gpus} GPUs are not divisible by tensor_parallel={tensor_parallel}")
     dp = gpus // tensor_parallel
@@ -195,6 +200,23 @@ def plan_memory(shape: ModelShape, *, gpus: int, gpu_bytes: int, seq_length: int
                       largest_micro_batch=largest)
 
 
+def check_layout(cfg, *, gpus: int, micro_batch: int | None = None) -> None:
+    """What the trainer would refuse on `gpus` GPUs, refused by the plan too: a count that is not a whole
+    number of tensor-parallel groups, or a global batch that does not split into micro-batches per rank."""
+    require_number(gpus, "--gpus", ge=1, integer=True)
+    tp = cfg.parallel.tensor_parallel
+    if gpus % tp:
+        raise ConfigError(f"--gpus {gpus} is not a multiple of parallel.tensor_parallel {tp} in {cfg.name}")
+    if micro_batch is not None:  # a what-if on the micro-batch: its memory is the question, not the batch split
+        require_number(micro_batch, "--micro-batch", ge=1, integer=True)
+        return
+    mb, dp = cfg.micro_batch, gpus // tp
+    if cfg.global_batch % (mb * dp):
+        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} is not a multiple of micro_batch {mb} x "
+                          f"data-parallel size {dp} (= {gpus} GPUs / tensor_parallel {tp}); the trainer would "
+                          "refuse this run")
+
+
 def plan_for_config(cfg, *, gpus: int, gpu_bytes: int, seq_length: int | None = None,
                     micro_batch: int | None = None) -> MemoryPlan:
     """The plan of run config `cfg` (a TrainConfig); the sequence length comes from the config, else from its
@@ -202,6 +224,7 @@ def plan_for_config(cfg, *, gpus: int, gpu_bytes: int, seq_length: int | None = 
     `distill.teacher_shape`."""
     from .model.shapes import get_shape
 
+    check_layout(cfg, gpus=gpus, micro_batch=micro_batch)
     seq = seq_length or cfg.seq_length
     if seq is None:
         try:

@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
-from manifests.errors import ConfigError
+from manifests.errors import ConfigError, ManifestError
 from training import parallel
-from training.checkpoint import open_checkpoint
+from training.checkpoint import open_checkpoint, verify
 from training.hf_import import import_hf, shape_from_config
 
 from .hf_models import FAMILIES, make_family
@@ -62,6 +62,9 @@ def test_import_logits_equal_transformers_and_round_trip(kind, tmp_path, texts):
     # its own tokenizer and gets transformers' ids
     entry = info.manifest["tokenizer"]
     assert entry["kind"] == "hf_tokenizers" and set(entry["hf_files"]) >= {"tokenizer.json", "tokenizer_config.json"}
+    # a format-2 checkpoint: every file hashed in the manifest, tokenizer files included, and `verify` passes
+    assert info.manifest["format_version"] == 2 and verify(info) == []
+    assert {f"tokenizer/{n}" for n in entry["hf_files"]} | {"model.pt"} == set(info.manifest["files"])
     ours_tok = tokenizer_from_bytes((ckpt / entry["file"]).read_bytes(), name="t")
     hf_tok = transformers.AutoTokenizer.from_pretrained(str(src))
     text = texts[200][:600]  # a document the tokenizer was not trained on
@@ -96,6 +99,12 @@ def test_import_of_export_is_the_same_checkpoint(tmp_path, texts):
     src = make_family("qwen3-tied", tmp_path / "src", texts[:150])
     assert main(["train", "import-hf", str(src), "--out", str(tmp_path / "a")]) == 0  # through the CLI
     ckpt = tmp_path / "a"
+    assert main(["train", "verify", str(ckpt)]) == 0
+    (ckpt / "tokenizer" / "tokenizer_config.json").write_text("{}")  # a tokenizer file changed after the save
+    assert main(["train", "verify", str(ckpt)]) == 1
+    with pytest.raises(ManifestError, match="tokenizer_config.json"):
+        export_hf(ckpt, tmp_path / "bad")
+    import_hf(src, ckpt, log=lambda *_: None)  # re-importing over it replaces the checkpoint whole
     again = import_hf(export_hf(ckpt, tmp_path / "hf"), tmp_path / "b", log=lambda *_: None)
     a, b = open_checkpoint(ckpt), open_checkpoint(again)
     strip = lambda s: {k: v for k, v in s.items() if k != "name"}  # noqa: E731

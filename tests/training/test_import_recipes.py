@@ -53,6 +53,11 @@ def test_post_training_recipes_run_from_an_import(imported, tmp_path):
     assert sft_cfg.rotary_base == info.manifest["rotary_base"]
     assert sft_cfg.tokenizer == str(imported / "tokenizer" / "tokenizer.json")
     sft = train_sft(sft_cfg, log=quiet)
+    # the post-trained checkpoint carries the import's whole tokenizer folder (chat template, special tokens)
+    from training.checkpoint import verify
+
+    after = open_checkpoint(sft.checkpoint)
+    assert verify(after) == [] and after.manifest["tokenizer"]["hf_files"] == info.manifest["tokenizer"]["hf_files"]
     assert sft.evals[-1][1]["loss"] < sft.evals[0][1]["loss"] < 10  # real tokens (vocab ~400): ~log(400) at start
     pairs = [{"path": f"{PREF}/llamafactory/dpo_en_demo.json.gz", "format": "llamafactory", "max_records": 30}]
     rm = train_rm(_post(tmp_path, "rm", "rm", sft.checkpoint, pairs), log=quiet)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..chat import END, load_tokenizer, render
+from ..chat import END, render
 from ..config import ConfigError
 
 END_MARKER = END.rstrip("\n")  # a response ends when it writes `<|end|>`
@@ -68,12 +68,7 @@ def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = 
 
 
 def policy_tokenizer(info):
-    """A checkpoint's tokenizer without building its model: post-training checkpoints name it in their config
-    (`bytes` or a file); pretraining ones through their mixture manifest."""
-    spec = (info.manifest.get("config") or {}).get("tokenizer")
-    if isinstance(spec, str):
-        return load_tokenizer(spec)
-    from ..export_hf import checkpoint_tokenizer
+    """A checkpoint's tokenizer without building its model: the one it recorded and carries."""
+    from ..checkpoint import load_checkpoint_tokenizer
 
-    tok = checkpoint_tokenizer(info)
-    return load_tokenizer("bytes" if tok.get("kind") == "bytes" else tok["model_file"])
+    return load_checkpoint_tokenizer(info)
