@@ -22,10 +22,11 @@ sys.path.insert(0, str(REPO))
 SHARED = REPO.parent / "shared" / "data"
 
 
-def setup_threads(n: int = 2) -> None:
+def setup_threads(n: int | None = None) -> None:
+    """torch threads: `n`, else $TORCH_THREADS, else 2 (two benchmarks side by side on 2 cores: 1 each)."""
     import torch
 
-    torch.set_num_threads(n)
+    torch.set_num_threads(n or int(os.environ.get("TORCH_THREADS", "2")))
 
 
 def load_line() -> str:

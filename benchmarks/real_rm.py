@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,14 @@ def correct(deltas) -> np.ndarray:
     return np.where(d > 0, 1.0, np.where(d == 0, 0.5, 0.0))
 
 
+def sample(items: list, n: int) -> list:
+    """`n` of `items` (all when n is 0 or more than there are), drawn with a fixed seed, in their order."""
+    if not n or n >= len(items):
+        return items
+    keep = sorted(random.Random(0).sample(range(len(items)), n))
+    return [items[i] for i in keep]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--work", default="out/realbase")
@@ -117,9 +126,9 @@ def main() -> int:
         "out_dir": str(work / "rm" / "run"), "log_every": 10, "seed": 0}, where="real_rm")
     tokenizer = load_tokenizer(cfg.tokenizer)
     train_items = pair_items(cfg, files["train"], tokenizer)
-    dev_items = pair_items(cfg, files["dev"], tokenizer)[: args.dev_max]
-    test_items = pair_items(cfg, files["test"], tokenizer)
-    test_items = test_items[: args.test_max] if args.test_max else test_items
+    # a cap takes a seeded sample, not the first pairs (the files come source by source)
+    dev_items = sample(pair_items(cfg, files["dev"], tokenizer), args.dev_max)
+    test_items = sample(pair_items(cfg, files["test"], tokenizer), args.test_max)
     result = train_rm(cfg)
     clock.mark("rm training")
 

@@ -184,10 +184,11 @@ def convert_state(state: dict[str, torch.Tensor], shape: dict) -> dict[str, torc
 
 
 def tokenizer_spec(info: ckpt.CheckpointInfo) -> str:
-    """What `training.chat.load_tokenizer` takes for a checkpoint's tokenizer: the spec a post-training run was
-    configured with (`bytes` or a file), else the recorded/mixture tokenizer (`bytes` or its model file)."""
+    """What `training.chat.load_tokenizer` takes for a checkpoint's tokenizer: `bytes` or the verified copy the
+    checkpoint carries (not the path its run was configured with, which may be gone or changed since); the
+    configured spec only for a checkpoint that records no tokenizer."""
     spec = (info.manifest.get("config") or {}).get("tokenizer")
-    if isinstance(spec, str):
+    if not info.manifest.get("tokenizer") and isinstance(spec, str):
         return spec
     tok = ckpt.checkpoint_tokenizer(info)
     return "bytes" if tok.get("kind") == "bytes" else str(tok["model_file"])

@@ -64,7 +64,10 @@ def test_post_training_recipes_run_from_an_import(imported, tmp_path):
     dpo = train_dpo(_post(tmp_path, "dpo", "dpo", sft.checkpoint, pairs, dpo={"loss": "ipo", "beta": 0.5}), log=quiet)
     for ckpt in (rm.checkpoint, dpo.checkpoint):
         m = open_checkpoint(ckpt).manifest
-        assert m["model_shape"]["tied_embeddings"] is False and m["config"]["tokenizer"] == sft_cfg.tokenizer
+        # `tokenizer: checkpoint` is the copy the SFT checkpoint carries (the same file as the import's)
+        assert m["model_shape"]["tied_embeddings"] is False
+        assert m["config"]["tokenizer"] == str(sft.checkpoint / "tokenizer" / "tokenizer.json")
+        assert m["tokenizer"]["model_sha256"] == info.manifest["tokenizer"]["model_sha256"]
 
     # an AFM-shape config on this checkpoint is refused before it trains another function
     from training.post_config import from_dict
