@@ -4,7 +4,8 @@ before and after, in our chat template.
     nice -n 10 .venv/bin/python benchmarks/real_sft.py --work out/realbase [--steps 30 --batch 4 ...]
 
 Data: the shipped LLaMA-Factory KTO demo conversations (data/samples/preference/llamafactory/kto_en_demo,
-the 150 with label true), split 80/10/10 (seeded) into train / dev / test. IFEval prompts
+the 150 with label true), split 80/10/10 (seeded) into train / dev / test. IFEval prompts (../shared/data/
+benchmarks, evals/model/ifeval.py) are split 20/80 (seeded) into dev (unused) / test. The
 model is trained on `train` only; the step kept (among the `--save-every` checkpoints) is the one with the
 lowest dev loss; the test conversations and test IFEval prompts are used for nothing but the figures printed.
 Only the top `--trainable-layers` of 30 transformer layers (and the final norm) are trained (CPU budget).
