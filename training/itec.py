@@ -273,6 +273,7 @@ def _train_member(cfg: ITeCConfig, k: int, step: RefreshStep, data_path: Path, c
     from manifests.errors import ManifestError
 
     from .checkpoint import open_checkpoint
+    from .export_hf import tokenizer_spec
     from .post_config import from_dict
 
     records = _read_jsonl(data_path)
@@ -295,7 +296,7 @@ def _train_member(cfg: ITeCConfig, k: int, step: RefreshStep, data_path: Path, c
     optim = dict(rcfg.get("optim") or {"name": "afm_rmsprop"})
     optim.update(peak_lr=t.peak_lr, warmup_steps=min(3, step.steps))
     raw = {"name": f"{cfg.name}-{name}", "method": step.method,
-           "model": {"shape": shape.pop("name"), **shape}, "tokenizer": rcfg.get("tokenizer", "bytes"),
+           "model": {"shape": shape.pop("name"), **shape}, "tokenizer": tokenizer_spec(reference),
            "data": {"sources": [{"path": str(data_path), **({"format": "graded"} if step.method == "dpo" else {})}],
                     "valid_fraction": t.valid_fraction, "seed": t.seed},
            "seq_length": t.seq_length, "optim": optim, "global_batch": t.global_batch, "micro_batch": t.micro_batch,

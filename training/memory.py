@@ -43,8 +43,10 @@ def rank_parameter_count(shape: ModelShape, tp: int) -> int:
         if n % tp:
             raise ConfigError(f"model {shape.name}: {name}={n} is not divisible by tensor_parallel={tp}")
     linear = h * (a + 2 * g) * hd + a * hd * h + 3 * h * shape.ffn_hidden_size
-    norms = 2 * h + 2 * hd
-    return shape.vocab_size * h // tp + shape.num_layers * (linear // tp + norms) + h
+    linear += (a + 2 * g) * hd if shape.qkv_bias else 0  # the QKV bias is split with its rows
+    norms = 2 * h + (2 * hd if shape.qk_norm else 0)
+    vocab_tables = 1 if shape.tied_embeddings else 2  # an untied output layer is a second [V, h] table
+    return vocab_tables * shape.vocab_size * h // tp + shape.num_layers * (linear // tp + norms) + h
 
 
 def layer_activation_bytes(shape: ModelShape, *, micro_batch: int, seq_length: int, tp: int = 1,
@@ -58,6 +60,9 @@ def layer_activation_bytes(shape: ModelShape, *, micro_batch: int, seq_length: i
       3·g·hd/t    the fused QKV output's key/value part and the k-norm's tensors
       2·a·hd/t    K and V repeated to every query head (grouped-query attention, when 1 < g < a)
       a/t + g/t + 2   the norms' rstd values
+    Without qk-norm (Llama, Qwen2; measured the same way): 2·a·hd/t for the roped queries and the context,
+    plus the K/V copies 2·a·hd/t when g < a (and attention is not recomputed), else the fused QKV output
+    and the roped keys (a + 3g)·hd/t (the recomputed core attention's saved inputs).
     plus per sequence: softmax probabilities b·(a/t)·s² (fp32; and a bf16 copy for the next matmul under
     bf16), the causal mask s² (1 B) and RoPE's cos/sin 4·s·hd (fp32).
 
@@ -71,9 +76,14 @@ def layer_activation_bytes(shape: ModelShape, *, micro_batch: int, seq_length: i
     if recompute == "full":
         return b * s * h * act_bytes
     attention_core = recompute == "none" and kernels == "local"
-    per_token = 6 * h + 2 + (5 * f + 5 * a * hd + 3 * g * hd + a + g) // tp
-    if attention_core and 1 < g < a:
-        per_token += 2 * a * hd // tp
+    if shape.qk_norm:
+        per_token = 6 * h + 2 + (5 * f + 5 * a * hd + 3 * g * hd + a + g) // tp
+        if attention_core and 1 < g < a:
+            per_token += 2 * a * hd // tp
+    else:  # measured: the roped queries and the context, then either the K/V copies (g < a, attention not
+        # recomputed) or the fused QKV output (kept whole through its value view) and the roped keys
+        per_token = 6 * h + 2 + (5 * f + 2 * a * hd) // tp
+        per_token += (2 * a * hd if attention_core and g < a else (a + 3 * g) * hd) // tp
     total = b * s * per_token * act_bytes
     if attention_core:
         softmax = 4 + (2 if act_bytes == 2 else 0)

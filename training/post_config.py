@@ -108,7 +108,8 @@ class PostTrainConfig:
     method: str
     model: ModelShape
     data: PostDataConfig
-    tokenizer: str = "bytes"  # 'bytes' or a tokenizer file
+    # 'bytes' or a tokenizer file; `checkpoint` in YAML = the tokenizer init_from carries (resolved on load)
+    tokenizer: str = "bytes"
     template: TemplateConfig = field(default_factory=TemplateConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
@@ -124,6 +125,10 @@ class PostTrainConfig:
     # SFT only: train a task adapter (LoRA only) on the frozen base named by this adapter's manifest (the
     # palettized model), starting from a copy of this adapter (the accuracy-recovery adapter)
     adapter_init: str | None = None
+    # 0: train every parameter; N: only the last N transformer layers, the final norm and an untied output
+    # layer (and the RM's heads); the embedding and the layers below stay frozen and get no backward pass:
+    # how a released model is post-trained on a CPU budget (benchmarks/real_*.py)
+    trainable_layers: int = 0
     out_dir: str = "out/post"
     save_every: int = 0
     log_every: int = 10
@@ -138,6 +143,10 @@ class PostTrainConfig:
         check_run_numbers(self)
         require_number(self.seq_length, "seq_length", where=self.name, ge=2)
         require_number(self.valid_max, "valid_max", where=self.name, ge=1, integer=True)
+        require_number(self.trainable_layers, "trainable_layers", where=self.name, ge=0, integer=True)
+        if self.trainable_layers > self.model.num_layers:
+            raise ConfigError(f"{self.name}: trainable_layers must be in [0, {self.model.num_layers}] (0 = all); "
+                              f"got {self.trainable_layers}")
         if self.adapter_init and (self.method != "sft" or self.init_from):
             raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
                               f"one the adapter names); got method {self.method}, init_from {self.init_from}")
@@ -148,11 +157,37 @@ class PostTrainConfig:
         return dataclasses.asdict(self)
 
 
+def _from_checkpoint(raw: dict, where: str, key: str):
+    """The checkpoint `model: {shape: checkpoint}` / `tokenizer: checkpoint` read from: init_from, else the
+    DPO or MDLOO reference."""
+    from .checkpoint import open_checkpoint
+
+    source = raw.get("init_from") or (raw.get("dpo") or {}).get("reference") or \
+        (raw.get("mdloo") or {}).get("reference")
+    if not source:
+        raise ConfigError(f"{where}: `{key}: checkpoint` takes it from init_from (or dpo/mdloo reference); "
+                          "none is set")
+    return open_checkpoint(source)
+
+
 def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
     raw = dict(raw)
     model = dict(raw.pop("model", None) or {})
     if "shape" not in model:
         raise ConfigError(f"{where}: `model: {{shape: NAME, ...overrides}}` is required")
+    if model["shape"] == "checkpoint":  # an imported (or any) checkpoint's shape and RoPE base, as recorded
+        info = _from_checkpoint(raw, where, "model.shape")
+        recorded = dict(info.manifest["model_shape"])
+        model = {**recorded, **{k: v for k, v in model.items() if k != "shape"}, "shape": recorded.pop("name")}
+        model.pop("name")
+        base = info.manifest.get("rotary_base", 500_000)
+        base = int(base) if float(base).is_integer() else base
+        if raw.setdefault("rotary_base", base) != base:
+            raise ConfigError(f"{where}: rotary_base {raw['rotary_base']} differs from {info.directory}'s {base}")
+    if raw.get("tokenizer") == "checkpoint":
+        from .export_hf import tokenizer_spec
+
+        raw["tokenizer"] = tokenizer_spec(_from_checkpoint(raw, where, "tokenizer"))
     shape = get_shape(model.pop("shape"), **model)
     data = dict(raw.pop("data", None) or {})
     data["sources"] = tuple(_build(SourceConfig, dict(s), f"{where}: data.sources[{i}]")

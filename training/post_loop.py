@@ -118,17 +118,37 @@ def build_gpt(cfg, *, init_from: str | None = None):
         info = ckpt.open_checkpoint(init_from)
         if info.manifest.get("model_shape", {}).get("hidden_size") not in (None, cfg.model.hidden_size):
             raise ConfigError(f"init_from {init_from}: its model shape differs from the config's {cfg.model.name}")
+        _check_architecture(cfg, info)
         check_init_tokenizer(cfg.name, info, tokenizer_of(cfg)[0])
         ckpt.load_weights(info, model)
+    if getattr(cfg, "trainable_layers", 0):
+        from .model.gpt import train_top_layers
+
+        train_top_layers(model, cfg.trainable_layers)
     return model
+
+
+def _check_architecture(cfg, info) -> None:
+    """An init checkpoint of another architecture (qk-norm, biases, embeddings, eps, RoPE) or RoPE base would
+    load without a missing tensor in some cases (eps, RoPE) and then compute another function: refuse it.
+    `model: {shape: checkpoint}` in the config takes them from the checkpoint."""
+    from .model.shapes import ARCH_FIELDS
+
+    recorded = info.manifest.get("model_shape", {})
+    differ = [k for k in ARCH_FIELDS if k in recorded and recorded[k] != getattr(cfg.model, k)]
+    if "rotary_base" in info.manifest and float(info.manifest["rotary_base"]) != float(cfg.rotary_base):
+        differ.append("rotary_base")
+    if differ:
+        raise ConfigError(f"{cfg.name}: init_from {info.directory} has another {', '.join(differ)} than the config; "
+                          "use `model: {shape: checkpoint}` to take its architecture")
 
 
 def tokenizer_of(cfg) -> tuple[dict, str | None]:
     """(entry, model file or None) of a post-training config's tokenizer, as checkpoints record it."""
     from .chat import load_tokenizer
 
-    return ckpt.tokenizer_entry(load_tokenizer(cfg.tokenizer).describe()), \
-        None if cfg.tokenizer == "bytes" else cfg.tokenizer
+    file = None if cfg.tokenizer == "bytes" else cfg.tokenizer
+    return ckpt.tokenizer_entry(load_tokenizer(cfg.tokenizer).describe(), file), file
 
 
 @dataclass

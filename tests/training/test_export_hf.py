@@ -79,6 +79,11 @@ def test_sentencepiece_tokenizer_export_matches_sentencepiece(tmp_path, c4_docs)
     assert (out / "tokenizer.json").exists() and (out / "tokenizer.model").exists()
     tok = transformers.AutoTokenizer.from_pretrained(out)
     assert tok.eos_token_id == sp.eos_id()
+    # config.json / generation_config.json take their ids from this folder: pad is <pad> (3), not EOS (2)
+    from training.export_hf import special_ids
+
+    assert special_ids(out) == {"eos_token_id": 2, "pad_token_id": 3, "bos_token_id": 1} == {
+        "eos_token_id": sp.eos_id(), "pad_token_id": sp.pad_id(), "bos_token_id": sp.bos_id()}
     for text in texts[200:240] + ["  two  spaces\n\nand 12345 digits — ünïcödé 東京"]:
         ids = tok(text, add_special_tokens=False)["input_ids"]
         assert ids == sp.encode(text)

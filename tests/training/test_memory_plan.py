@@ -20,6 +20,11 @@ SHAPES = [  # (overrides of `tiny`, micro-batch, sequence): GQA 2:1, 3:1 and 4:1
     (dict(num_layers=3, hidden_size=96, ffn_hidden_size=192, num_attention_heads=6, num_query_groups=3), 2, 48),
     (dict(num_attention_heads=8, num_query_groups=2), 1, 64),
     (dict(head_dim=32, vocab_size=256), 4, 16),
+    # imported architectures: no qk-norm (Llama), q/k/v biases (Qwen2), an untied output layer
+    (dict(qk_norm=False, tied_embeddings=False), 2, 32),
+    (dict(qk_norm=False, qkv_bias=True, num_attention_heads=6, num_query_groups=2), 2, 48),
+    (dict(qk_norm=False, num_query_groups=4), 2, 32),  # no GQA copies
+    (dict(qk_norm=False, num_query_groups=1), 1, 64),
 ]
 
 

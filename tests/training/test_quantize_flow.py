@@ -22,7 +22,7 @@ def trained(byte_root, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_cli_flow_palettize_recover_export(trained, tmp_path, c4_docs):
+def test_cli_flow_palettize_recover_export(trained, tmp_path, c4_docs, capsys):
     transformers = pytest.importorskip("transformers")
     peft = pytest.importorskip("peft")
     from manifests.main import main
@@ -39,6 +39,11 @@ def test_cli_flow_palettize_recover_export(trained, tmp_path, c4_docs):
     assert len(manifest["train_losses"]) == 6
     assert main(["quantize", "export-hf", str(pal), "--out", str(hf_dir)]) == 0
     assert main(["quantize", "export-adapter", str(ad), "--hf", str(hf_dir)]) == 0
+    # the float model's export is another base: the adapter is refused there, naming both
+    assert main(["train", "export-hf", str(trained), "--out", str(tmp_path / "float-hf")]) == 0
+    assert main(["quantize", "export-adapter", str(ad), "--hf", str(tmp_path / "float-hf")]) == 1
+    assert "but " + str(tmp_path / "float-hf") + " holds" in capsys.readouterr().err
+    assert not (tmp_path / "float-hf" / "adapters").exists()
 
     parallel.setup(parallel.ParallelConfig())
     model, _ = load_palettized(pal, parallel_output=False)

@@ -41,6 +41,26 @@ def base_id(path: str | Path) -> str:
     raise ManifestError(f"{path}: neither a palettized model nor a state-dict checkpoint")
 
 
+def check_export_base(base: str, hf: str | Path, *, adapter: str | Path = "adapter") -> None:
+    """Refuse to put an adapter beside an HF export of another base: the export's source (export.json: the
+    palettized directory of `quantize export-hf`, else the checkpoint of `train export-hf`) must have the
+    weights hash the adapter's manifest names (`base` = `<dir>#sha256:<16 hex>`)."""
+    hf = Path(hf)
+    try:
+        provenance = json.loads((hf / "export.json").read_text())
+    except (OSError, ValueError):
+        raise ManifestError(f"{hf}: no readable export.json, so the base it holds is unknown; export the adapter's "
+                            "base with `quantize export-hf PAL` (or `train export-hf CKPT`)") from None
+    held = provenance.get("base_id")
+    if held is None:
+        source = (provenance.get("palettized") or {}).get("directory") or provenance.get("checkpoint")
+        held = base_id(source) if source else None
+    want = base.rsplit("#", 1)[-1]
+    if held is None or held.rsplit("#", 1)[-1] != want:
+        raise ManifestError(f"{adapter}: trained on base {base}, but {hf} holds {held}; export that base with "
+                            "`quantize export-hf PAL` (palettized) or `train export-hf CKPT` and pass it as --hf")
+
+
 def save_adapter(directory: str | Path, adapter: Adapter, *, base: str, extra: dict | None = None) -> Path:
     from safetensors.torch import save_file
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 
-from .gpt import afm_layer_spec, transformer_config
+from .gpt import afm_layer_spec, build_model
 from .shapes import get_shape
 
 
@@ -42,25 +42,20 @@ class SDPACoreAttention(DotProductAttention):
         return out.permute(2, 0, 1, 3).reshape(sq, b, heads * d)
 
 
-def sdpa_layer_spec():
-    """training.model.gpt's local AFM spec with SDPACoreAttention as core attention."""
-    spec = copy.deepcopy(afm_layer_spec("local"))
+def sdpa_layer_spec(*, qk_norm: bool = True):
+    """training.model.gpt's local spec with SDPACoreAttention as core attention."""
+    spec = copy.deepcopy(afm_layer_spec("local", qk_norm=qk_norm))
     spec.submodules.self_attention.submodules.core_attention = SDPACoreAttention
     return spec
 
 
 def build_eval_model(info, *, seq_length: int):
     """The checkpoint's model (shape, RoPE base from its manifest) with SDPA core attention, weights loaded."""
-    from megatron.core.models.gpt import GPTModel
-
     from .. import checkpoint as ckpt
-    from ..parallel import device
 
     shape = get_shape(info.manifest["model_shape"]["name"],
                       **{k: v for k, v in info.manifest["model_shape"].items() if k != "name"})
-    model = GPTModel(config=transformer_config(shape), transformer_layer_spec=sdpa_layer_spec(),
-                     vocab_size=shape.vocab_size, max_sequence_length=seq_length,
-                     share_embeddings_and_output_weights=True, position_embedding_type="rope",
-                     rotary_base=info.manifest["rotary_base"], parallel_output=False).to(device())
+    model = build_model(shape, seq_length=seq_length, rotary_base=info.manifest["rotary_base"],
+                        parallel_output=False, layer_spec=sdpa_layer_spec(qk_norm=shape.qk_norm))
     ckpt.load_weights(info, model)
     return model

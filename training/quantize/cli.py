@@ -15,6 +15,9 @@ def add_parser(sub) -> None:
     pal.add_argument("--weighting", choices=["none", "activations", "gradients"], default="activations",
                      help="activations: k-means weighted by the calibration batches' squared inputs; "
                           "gradients: by each weight's mean squared gradient (diagonal Fisher)")
+    pal.add_argument("--calib-text", help="calibration documents (JSONL/JSON records with `text`, .gz ok) for a "
+                                          "checkpoint without a training blend, e.g. an import-hf checkpoint")
+    pal.add_argument("--seq-length", type=int, help="sequence length of --calib-text samples (default 256)")
     pal.add_argument("--out", required=True, help="directory to write")
     pal.set_defaults(func=cmd_palettize)
     add_adapter_commands(qsub)
@@ -25,7 +28,7 @@ def cmd_palettize(args) -> int:
 
     palettize_checkpoint(args.checkpoint, args.out, PalettizeConfig(
         bpw=args.bpw, group_size=args.group_size, seed=args.seed, calib_samples=args.calib_samples,
-        weighting=args.weighting))
+        weighting=args.weighting), calib_text=args.calib_text, seq_length=args.seq_length)
     return 0
 
 
@@ -45,9 +48,12 @@ def add_adapter_commands(qsub) -> None:
     ehf.add_argument("--out", required=True)
     ehf.set_defaults(func=cmd_export_hf)
 
-    exp = qsub.add_parser("export-adapter", help="write an adapter in PEFT format next to an HF export")
+    exp = qsub.add_parser("export-adapter", help="write an adapter in PEFT format next to the HF export of the "
+                                                 "base it was trained on (checked by hash)")
     exp.add_argument("adapter", help="adapter directory (adapter.json + adapter.safetensors)")
-    exp.add_argument("--hf", required=True, help="folder written by `train export-hf`")
+    exp.add_argument("--hf", required=True, help="the HF export of the adapter's base: `quantize export-hf PAL` for "
+                                                 "an adapter trained on a palettized model (recovery and task "
+                                                 "adapters), `train export-hf CKPT` for one trained on a checkpoint")
     exp.add_argument("--name", help="subfolder under HF/adapters (default: the adapter folder's name)")
     exp.set_defaults(func=cmd_export_adapter)
 
@@ -94,13 +100,15 @@ def cmd_export_adapter(args) -> int:
     import json
     from pathlib import Path
 
-    from ..adapters.store import export_peft, load_adapter
+    from ..adapters.store import check_export_base, export_peft, load_adapter
 
     hf = Path(args.hf)
+    adapter = load_adapter(args.adapter)
+    check_export_base(adapter.meta["base"], hf, adapter=args.adapter)
     config = json.loads((hf / "config.json").read_text())
     shape = {"num_attention_heads": config["num_attention_heads"], "num_query_groups": config["num_key_value_heads"],
              "head_dim": config["head_dim"], "ffn_hidden_size": config["intermediate_size"]}
-    out = export_peft(load_adapter(args.adapter), shape, hf / "adapters" / (args.name or Path(args.adapter).name),
+    out = export_peft(adapter, shape, hf / "adapters" / (args.name or Path(args.adapter).name),
                       base_model=str(hf.resolve()))
     print(f"PEFT adapter written to {out}")
     return 0

@@ -24,13 +24,16 @@ class EvalSet:
     seq_length: int
 
 
-def eval_set(info: ckpt.CheckpointInfo, *, cache_dir: str | Path, calib_samples: int = 16,
+def eval_set(info: ckpt.CheckpointInfo | dict, *, cache_dir: str | Path, calib_samples: int = 16,
              valid_samples: int = 32, batch: int = 8) -> EvalSet:
-    data = info.manifest["data"]
+    """`info`: a checkpoint, or a manifest dict whose `data` names the blend (a palettized model's, or
+    palettize.calibration_manifest's for a checkpoint without one)."""
+    manifest = info if isinstance(info, dict) else info.manifest
+    data = manifest["data"]
     raw = data["blend"]
     blend = blend_from_pairs(list(zip(raw[0::2], raw[1::2])), vocab_size=int(data["vocab_size"]),
                              eod_id=int(data["eod_id"]), source_id=data["source_id"])
-    dcfg = info.manifest.get("config", {}).get("data", {})
+    dcfg = (manifest.get("config") or {}).get("data", {})
     share = valid_fraction(blend, fraction=dcfg.get("valid_fraction"), documents=dcfg.get("valid_documents"),
                            tokens=dcfg.get("valid_tokens"))
     seq = int(data["seq_length"])

@@ -5,7 +5,7 @@
 
 Which weights: every linear layer of the decoder (linear_qkv, linear_proj, linear_fc1, linear_fc2). Norm
 weights stay fp32 (a few thousand numbers). The tied input/output embedding is int8 with one fp32 scale per
-row (symmetric, scale = max|row| / 127).
+row (symmetric, scale = max|row| / 127); an untied output layer (imported models) likewise.
 
 A LUT is the k-means (k = 2**bits) of the weights of `group_size` consecutive output channels (rows); each
 weight is stored as its centre's index. Bits per weight of a layer = (index bits · n + LUT entries · 16) / n
@@ -43,6 +43,7 @@ MANIFEST = "manifest.json"
 WEIGHTS = "palettized.safetensors"
 FORMAT = "cidermill-palettized/1"
 EMBEDDING = "embedding.word_embeddings.weight"
+OUTPUT_LAYER = "output_layer.weight"  # present only with untied embeddings
 LUT_BITS = 16  # fp16 LUT entries
 
 
@@ -170,7 +171,7 @@ def palettize_state(state: dict[str, torch.Tensor], layer_bits: dict[str, int], 
             stored[name + ".idx"] = torch.from_numpy(pack(idx.numpy(), b))
             bpw = layer_bpw(tuple(w.shape), b, group_size)
             layers[name] = {"bits": b, "shape": list(w.shape), "groups": int(lut.shape[0]), "bpw": bpw}
-        elif name == EMBEDDING:
+        elif name in (EMBEDDING, OUTPUT_LAYER):  # the vocabulary tables: the embedding (and an untied output)
             q, scale = int8_rows(w)
             deq[name] = (q.float() * scale[:, None]).to(w.dtype)
             stored[name + ".int8"], stored[name + ".scale"] = q, scale.float()
@@ -266,23 +267,47 @@ def sensitivities(model, state: dict, names: list[str], batches: list[dict], *, 
     return base, out
 
 
+def calibration_manifest(info: ckpt.CheckpointInfo, *, cache_dir: Path, calib_text: str | Path | None = None,
+                         seq_length: int | None = None) -> dict:
+    """The checkpoint's manifest, with `data` = the blend its calibration and held-out samples come from: its
+    own pretraining blend, or (`calib_text`: an import-hf checkpoint names none) documents from a file,
+    tokenized with the checkpoint's tokenizer (training/text_data.py)."""
+    manifest = dict(info.manifest)
+    if calib_text is None:
+        if "blend" not in manifest.get("data", {}):
+            raise ConfigError(f"{info.directory}: the checkpoint names no training blend (an import?); pass "
+                              "--calib-text FILE (JSONL records with `text`) for calibration data")
+        return manifest
+    from ..chat import load_tokenizer
+    from ..export_hf import tokenizer_spec
+    from ..text_data import text_blend_entry
+
+    manifest["data"] = text_blend_entry(calib_text, load_tokenizer(tokenizer_spec(info)), cache_dir=cache_dir,
+                                        seq_length=seq_length or 256)
+    manifest["config"] = {}  # the blend's held-out share is the default, not the source run's
+    return manifest
+
+
 def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: PalettizeConfig = PalettizeConfig(),
-                         *, log=print) -> Path:
+                         *, log=print, calib_text: str | Path | None = None, seq_length: int | None = None) -> Path:
+    """`calib_text` / `seq_length`: calibration documents for a checkpoint without a training blend."""
     from ..trainer import load_model
     from .evalset import eval_set
 
     info = ckpt.open_checkpoint(checkpoint)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    manifest = calibration_manifest(info, cache_dir=out / ".data-cache", calib_text=calib_text, seq_length=seq_length)
     parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
-    seq = ckpt.seq_length_of(info)
+    # the calibration blend's length (--calib-text sets its own), else the length the checkpoint trained at
+    seq = ckpt.seq_length_of(ckpt.CheckpointInfo(info.directory, manifest))
     model, _ = load_model(info.directory, seq_length=seq)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
     names = [k for k, v in state.items() if is_palettized(k, v)]
     if not names:
         raise ManifestError(f"{info.directory}: no linear layers to palettize (tensor-parallel shards?)")
     t0 = time.perf_counter()
-    data = eval_set(info, cache_dir=out / ".data-cache", calib_samples=cfg.calib_samples, valid_samples=8)
+    data = eval_set(manifest, cache_dir=out / ".data-cache", calib_samples=cfg.calib_samples, valid_samples=8)
     col_weights = input_energy(model, names, data.calib) if cfg.weighting == "activations" else \
         gradient_fisher(model, names, data.calib) if cfg.weighting == "gradients" else None
     base, sens = sensitivities(model, state, names, data.calib, bits=cfg.bits[-1], group_size=cfg.group_size,
@@ -295,7 +320,7 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
         "source_checkpoint": str(info.directory.resolve()), "source_run": info.manifest.get("run"),
         "source_step": info.manifest.get("step"), "model_shape": info.manifest["model_shape"],
         "rotary_base": info.manifest["rotary_base"], "kernels": info.manifest.get("kernels", "local"),
-        "data": info.manifest["data"], "config": {**asdict(cfg), "bits": list(cfg.bits)},
+        "data": manifest["data"], "config": {**asdict(cfg), "bits": list(cfg.bits)},
         "calibration": {"samples": cfg.calib_samples, "split": "train", "float_loss": base,
                         "loss_increase_at_low_bits": sens},
         "seconds": time.perf_counter() - t0,
@@ -386,6 +411,7 @@ def export_hf_dequantized(directory: str | Path, out: str | Path) -> Path:
     tokenizer), with the weights replaced by the dequantized ones (fp32, LUT[index] / int8 · scale)."""
     from safetensors.torch import save_file
 
+    from ..adapters.store import base_id
     from ..export_hf import convert_state, export_hf
 
     manifest = read_manifest(directory)
@@ -394,5 +420,6 @@ def export_hf_dequantized(directory: str | Path, out: str | Path) -> Path:
               metadata={"format": "pt"})
     provenance = json.loads((out / "export.json").read_text())
     provenance["palettized"] = {"directory": str(Path(directory).resolve()), "bpw": manifest["bpw_palettized"]}
+    provenance["base_id"] = base_id(directory)  # what `quantize export-adapter` checks an adapter's base against
     (out / "export.json").write_text(json.dumps(provenance, indent=2))
     return out

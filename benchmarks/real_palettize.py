@@ -1,0 +1,262 @@
+"""Palettization of the real base (SmolLM2-135M-Instruct, imported; its dequantised Q4_1 weights are the
+"float" model) at 4 / 3.6 / 3 / 2 bits per weight, ours beside coremltools' PostTrainingPalettizer at the same
+per-layer bits; then the accuracy-recovery LoRA on the 3.6-bpw model, and adapters swapped at run time.
+
+    nice -n 10 .venv/bin/python benchmarks/real_palettize.py --work out/realbase [--valid 32 --items 100 ...]
+
+Text: the bundled C4 sample (data/samples/c4, 300 documents) split 50/50 by document (seeded) into a training
+half (calibration windows for the sensitivities and the activation statistics, and the LoRA's training
+windows) and a held-out half; plus Wikipedia (../shared/data/web_text/llamafactory_demo/wiki_demo.txt), held
+out, another domain. Windows: documents tokenized with the model's tokenizer, joined with its end-of-document
+id, cut into `--seq` tokens. Held-out figures: cross-entropy (nats/token) and perplexity on `--valid`
+windows of each held-out text, ARC-Easy and PIQA accuracy (`--items` each, ../shared/data/benchmarks, scored
+by evals.model's log-likelihood code: acc / acc_norm).
+
+Rows: float; per target: ours (k-means weighted by calibration activations: the CLI default), ours plain
+k-means, coremltools (per_grouped_channel, same group size, the SAME per-layer bits via module_name_configs,
+on the HF export; its weights are read back into the megatron model through the importer's conversion). The
+embedding is int8 per row in every quantized row (ours for both). Bits per weight over the linear layers,
+fp16 LUTs counted. The mixed allocation (3.6 / 3.0) is ours: greedy by each layer's measured sensitivity.
+Recovery: a rank-16 LoRA (SVD init from W - W_hat) on every linear layer of the 3.6-bpw model (ours),
+`--lora-steps` steps on training-half windows; share of the gap closed = (quant - adapted) / (quant - float),
+per held-out text; control: the same LoRA training on the float model (how much is continued training on C4).
+Swap: two adapters (the recovery one, and one trained on the float model's residual-free init for fewer
+steps) attached / detached / re-attached on the running palettized model; each attach must give that
+adapter's own logits (max abs diff against the logits computed when it was first attached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from real_common import REPO, SHARED, Clock, base_checkpoint, load_line, setup_threads, split
+
+
+def windows(texts: list[str], tokenizer, *, seq: int, n: int) -> list[dict]:
+    """Up to n batches of 4 windows of seq+1 tokens (tokens, labels, loss_mask, position_ids)."""
+    ids: list[int] = []
+    for t in texts:
+        ids += tokenizer.encode(t) + [tokenizer.eod_id]
+    rows = [ids[i: i + seq + 1] for i in range(0, len(ids) - seq - 1, seq + 1)][:n]
+    out = []
+    for at in range(0, len(rows), 4):
+        chunk = torch.tensor(rows[at: at + 4])
+        out.append({"tokens": chunk[:, :-1], "labels": chunk[:, 1:], "loss_mask": torch.ones(len(chunk), seq),
+                    "position_ids": torch.arange(seq)[None].expand(len(chunk), seq)})
+    return out
+
+
+def hf_names(name: str) -> list[str]:
+    i, kind = name.split(".")[2], name.split(".")[-2]
+    base = f"model.layers.{i}."
+    return {"linear_qkv": [base + f"self_attn.{p}_proj" for p in "qkv"], "linear_proj": [base + "self_attn.o_proj"],
+            "linear_fc1": [base + "mlp.gate_proj", base + "mlp.up_proj"],
+            "linear_fc2": [base + "mlp.down_proj"]}[kind]
+
+
+def coremltools_state(hf_dir: Path, plan: dict, group_size: int, shape, embedding_from: dict) -> dict:
+    """coremltools' palettization of the HF export at the plan's per-layer bits, as a megatron state dict."""
+    import transformers
+    from coremltools.optimize.torch.palettization import (ModulePostTrainingPalettizerConfig,
+                                                          PostTrainingPalettizer, PostTrainingPalettizerConfig)
+
+    from training.hf_import import megatron_state
+
+    hf = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32).eval()
+    names = set(hf.state_dict())
+    module_cfg = {m: ModulePostTrainingPalettizerConfig(n_bits=plan[k], granularity="per_grouped_channel",
+                                                        group_size=group_size) for k in plan for m in hf_names(k)}
+    hf = PostTrainingPalettizer(hf, PostTrainingPalettizerConfig(module_name_configs=module_cfg)).compress()
+    state = {k: v.detach() for k, v in hf.state_dict().items() if k in names}
+    out = megatron_state(state, shape)
+    for k in ("embedding.word_embeddings.weight",):  # the same int8 embedding as ours
+        out[k] = embedding_from[k]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default="out/realbase")
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--calib", type=int, default=4, help="calibration windows")
+    ap.add_argument("--valid", type=int, default=24, help="held-out windows per text")
+    ap.add_argument("--items", type=int, default=60, help="ARC-Easy and PIQA items each")
+    ap.add_argument("--group-size", type=int, default=16)
+    ap.add_argument("--lora-steps", type=int, default=30)
+    ap.add_argument("--lora-rank", type=int, default=16)
+    ap.add_argument("--lora-lr", type=float, default=1e-3)
+    args = ap.parse_args()
+    setup_threads()
+    logging.getLogger("coremltools").setLevel(logging.WARNING)
+
+    from evals.model.backends import MegatronLM
+    from evals.model.loglik import items_for, score_items
+    from training import checkpoint as ckpt
+    from training.adapters.lora import AdapterHost, LoraConfig
+    from training.adapters.recovery import RecoveryConfig, recovered_share, train_recovery
+    from training.chat import load_tokenizer
+    from training.export_hf import export_hf, tokenizer_spec
+    from training.model import get_shape
+    from training.quantize.evalset import mean_loss
+    from training.quantize.palettize import (EMBEDDING, allocate_bits, input_energy, int8_rows, is_palettized,
+                                             layer_bpw, palettize_state, sensitivities)
+    from training.trainer import load_model
+
+    work = Path(args.work)
+    out = work / "palettize"
+    clock = Clock()
+    print(f"start: {load_line()}", flush=True)
+    base = base_checkpoint(work)
+    info = ckpt.open_checkpoint(base)
+    shape = get_shape(**info.manifest["model_shape"])
+    tok = load_tokenizer(tokenizer_spec(info))
+    with gzip.open(REPO / "data/samples/c4/c4_demo.jsonl.gz", "rt") as f:
+        c4 = [json.loads(line)["text"] for line in f]
+    halves = split(c4, {"train": 0.5, "held-out": 0.5}, seed=0)
+    wiki = [line for line in (SHARED / "web_text/llamafactory_demo/wiki_demo.txt").read_text().splitlines() if line]
+    random.Random(0).shuffle(wiki)
+    train_w = windows(halves["train"], tok, seq=args.seq, n=args.calib + 4 * args.lora_steps)
+    calib, lora_batches = train_w[: max(1, args.calib // 4)], train_w[max(1, args.calib // 4):]
+    held = {"C4": windows(halves["held-out"], tok, seq=args.seq, n=args.valid),
+            "Wikipedia": windows(wiki, tok, seq=args.seq, n=args.valid)}
+    items = {t: items_for(t, SHARED / "benchmarks", args.items) for t in ("arc_easy", "piqa")}
+
+    lm = MegatronLM(base, max_length=2048)  # the evaluation model (SDPA attention); variants loaded into it
+    model, _ = load_model(base, seq_length=args.seq)  # the calibration / LoRA model (stock layers)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
+    names = [k for k, v in state.items() if is_palettized(k, v)]
+    sizes = {k: tuple(state[k].shape) for k in names}
+    gs = args.group_size
+
+    def figures(variant_state, *, tasks: bool = True) -> dict:
+        ckpt.load_state_dict_(lm.model, variant_state)
+        ckpt.load_state_dict_(model, variant_state)
+        row = {f"{name} CE": mean_loss(model, batches) for name, batches in held.items()}
+        for t, its in items.items() if tasks else ():
+            m, _ = score_items(lm, its)
+            row[t], row[t + " norm"] = m["acc"], m["acc_norm"]
+        return row
+
+    rows = {"float": {"bpw": 32.0, **figures(state)}}
+    clock.mark("float")
+    print(f"float: {rows['float']} ({clock.marks['float']:.0f} s)", flush=True)
+    _, sens = sensitivities(model, state, names, calib, bits=2, group_size=gs, seed=0)
+    energy = input_energy(model, names, calib)
+    clock.mark("sensitivities")
+    qe, scale = int8_rows(state[EMBEDDING])
+    int8_state = {**state, EMBEDDING: qe.float() * scale[:, None]}
+    plans = {"4": {k: 4 for k in names}}
+    for target in (3.6, 3.0):
+        plans[str(target)] = allocate_bits(sizes, sens, target=target, bits=(4, 2), group_size=gs)
+    plans["2"] = {k: 2 for k in names}
+    hf_dir = export_hf(base, out / "hf-float")
+    n_total = sum(state[k].numel() for k in names)
+    quantized = {}
+    for label, plan in plans.items():
+        bpw = sum(layer_bpw(sizes[k], plan[k], gs) * state[k].numel() for k in names) / n_total
+        t0 = time.perf_counter()
+        q = palettize_state(state, plan, group_size=gs, col_weights=energy).state
+        t_ours = time.perf_counter() - t0
+        quantized[label] = q
+        rows[f"{label} ours"] = {"bpw": bpw, "seconds": t_ours, **figures(q)}
+        rows[f"{label} ours plain"] = {"bpw": bpw, **figures(palettize_state(state, plan, group_size=gs).state,
+                                                             tasks=False)}
+        t0 = time.perf_counter()
+        cml = coremltools_state(hf_dir, plan, gs, shape, int8_state)
+        rows[f"{label} coremltools"] = {"bpw": bpw, "seconds": time.perf_counter() - t0, **figures(cml)}
+        clock.mark(label)
+        print(f"{label}: " + "; ".join(f"{k}: {v}" for k, v in rows.items() if k.startswith(label + " ")), flush=True)
+
+    # recovery LoRA on the 3.6-bpw model (ours), and its control on the float model
+    q36 = quantized["3.6"]
+    residual = {k: state[k] - q36[k] for k in names}
+    rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
+                             lr=args.lora_lr)
+    ckpt.load_state_dict_(model, q36)
+    adapter, host, losses = train_recovery(model, lora_batches, rec_cfg, residual=residual, log=None)
+    recovered = {name: mean_loss(model, batches) for name, batches in held.items()}
+    host.detach()
+    clock.mark("recovery lora")
+    lm_host = AdapterHost(lm.model)
+    ckpt.load_state_dict_(lm.model, q36)
+    lm_host.attach(adapter)
+    rec_items = {t: score_items(lm, its)[0] for t, its in items.items()}
+    lm_host.detach()
+    ckpt.load_state_dict_(model, state)
+    control_adapter, chost, _ = train_recovery(model, lora_batches, RecoveryConfig(
+        lora=LoraConfig(rank=args.lora_rank, init="zero"), steps=args.lora_steps, batch=4, lr=args.lora_lr), log=None)
+    control = {name: mean_loss(model, batches) for name, batches in held.items()}
+    chost.detach()
+    clock.mark("control lora")
+
+    # run-time swap on the palettized evaluation model: each attach gives that adapter's own logits
+    ckpt.load_state_dict_(lm.model, q36)
+    probe = held["C4"][0]["tokens"][:2]
+    pos = torch.arange(probe.shape[1])[None].expand_as(probe)
+
+    def logits():
+        with torch.no_grad():
+            return lm.model(probe, pos, None)
+
+    base_logits = logits()
+    lm_host.attach(adapter)
+    first_a = logits()
+    lm_host.detach()
+    lm_host.attach(control_adapter)
+    first_b = logits()
+    t0 = time.perf_counter()
+    lm_host.detach()
+    lm_host.attach(adapter)
+    swap_s = time.perf_counter() - t0
+    again_a = logits()
+    lm_host.detach()
+    again_base = logits()
+    lm_host.attach(control_adapter)
+    again_b = logits()
+    lm_host.detach()
+
+    print(f"\nSmolLM2-135M-Instruct (imported Q4_1 GGUF, dequantised = float); {len(names)} linear layers, "
+          f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
+          f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
+          f"{args.items} items each")
+    cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
+    print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
+    print("|---|---|" + "---|" * (len(cols) + 1))
+    for label, r in rows.items():
+        gap = r["C4 CE"] - rows["float"]["C4 CE"]
+        print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
+            "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
+              + f" | {gap:+.4f} |")
+    print(f"\nrecovery LoRA (rank {args.lora_rank}, SVD init, {args.lora_steps} steps x 4 windows, lr {args.lora_lr}) "
+          f"on the 3.6-bpw model (ours):")
+    print("| held-out text | float | 3.6 bpw | 3.6 bpw + LoRA | gap closed | float + same LoRA training (control) |")
+    print("|---|---|---|---|---|---|")
+    for name in held:
+        f_, q_, a_ = rows["float"][f"{name} CE"], rows["3.6 ours"][f"{name} CE"], recovered[name]
+        share = recovered_share(float_loss=f_, quant_loss=q_, adapted_loss=a_)
+        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control[name]:.4f} |")
+    print("3.6 bpw + LoRA: " + ", ".join(f"{t} acc {m['acc']:.3f} acc_norm {m['acc_norm']:.3f}"
+                                         for t, m in rec_items.items()))
+    diff = lambda a, b: float((a - b).abs().max())  # noqa: E731
+    print(f"\nswap on the running 3.6-bpw model: recovery adapter re-attached vs its first attach max |diff| "
+          f"{diff(again_a, first_a):.2e}; control adapter {diff(again_b, first_b):.2e}; base after detach "
+          f"{diff(again_base, base_logits):.2e}; the two adapters differ by {diff(first_a, first_b):.3f}; "
+          f"one detach + attach {swap_s * 1e3:.0f} ms")
+    print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps({"args": vars(args), "rows": rows, "recovered": recovered,
+                                                 "control": control, "lora_losses": losses,
+                                                 "timings": clock.marks}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
