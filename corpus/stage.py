@@ -75,8 +75,11 @@ class Stage(ABC):
 
     def reads(self) -> tuple[str, ...]:
         """The input columns this stage needs, for the checks made before a run (preflight.py): its
-        config's `field` if it has one, else `text`. A stage that reads other columns says so."""
+        config's `field` (or `fields`) if it has one, else `text`. A stage that reads other columns says so."""
         field = getattr(self.config, "field", None)
+        fields = getattr(self.config, "fields", None)
+        if isinstance(fields, (list, tuple)) and fields and all(isinstance(f, str) for f in fields):
+            return tuple(fields)
         return (field,) if isinstance(field, str) and field else ("text",)
 
     def describe(self) -> dict:

@@ -85,7 +85,10 @@ def _prf(pred: list[bool], gold: list[int]) -> dict:
 
 
 def _keeps(stage_name: str, options: dict, table: pa.Table) -> list[bool]:
-    return [r is None for r in stage_class(stage_name)(options).reasons(table).to_pylist()]
+    reasons = stage_class(stage_name)(options).reasons(table)
+    if isinstance(reasons, tuple):  # (reasons, evidence): see corpus.stage.Filter.reasons
+        reasons = reasons[0]
+    return [r is None for r in reasons.to_pylist()]
 
 
 def predictions(rows: list[dict], threshold: float) -> dict[str, list[bool]]:

@@ -48,6 +48,11 @@ def schema_with_provenance(*fields: pa.Field) -> pa.Schema:
 class Generator(Stage):
     schema: ClassVar[pa.Schema]
 
+    def reads(self) -> tuple[str, ...]:
+        """Nothing for the preflight to check: a generator reads the seed columns its kind names (tools,
+        conversations, problem, ...) and says which one is missing in its own error."""
+        return ()
+
     @abstractmethod
     def expand(self, table: pa.Table) -> tuple[list[dict], list[tuple]]:
         """(rows, dropped) with dropped entries (seed index, reason, evidence dict)."""
