@@ -123,7 +123,7 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
             raw = pres[int(mark.group(1))]
             text = _clean_pre(raw)
             if text:
-                blocks.append(Block(text, _weight(text), _link_density(raw, text, False, rules), False))
+                blocks.append(Block(text, weighted_chars(text), _link_density(raw, text, False, rules), False))
             continue
         head = _HEADING.match(raw_block)
         heading, level = head is not None, int(head.group(1)) if head else 0
@@ -131,18 +131,19 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
             text = _clean(raw)
             if not text:
                 continue
-            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading,
+            blocks.append(Block(text, weighted_chars(text), _link_density(raw, text, heading, rules), heading,
                                 level=level))
     return blocks
 
 
 def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> float:
-    link_chars = sum(_weight(_clean(inner)) for attrs, inner in _LINK.findall(raw)
+    link_chars = sum(weighted_chars(_clean(inner)) for attrs, inner in _LINK.findall(raw)
                      if not (heading and rules.anchor_headings and _IN_PAGE_HREF.search(attrs)))
-    return min(1.0, link_chars / _weight(text))
+    return min(1.0, link_chars / weighted_chars(text))
 
 
-def _weight(text: str) -> int:
+def weighted_chars(text: str) -> int:
+    """Length in characters, ideographs and kana x3 (about a word each, as three Latin characters are)."""
     return len(text) + 2 * len(_WIDE.findall(text))
 
 
@@ -228,7 +229,7 @@ def repeats_title(heading: str, title: str) -> bool:
     if h == t or h in (_squash_title(p) for p in _TITLE_SEPARATOR.split(title)):
         return True
     rest = t[len(h):].lstrip()
-    return _weight(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
+    return weighted_chars(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
 
 
 def drop_title_heading(blocks: list[Block], title: str | None) -> None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from .blocks import Block, BlockRules, main_blocks
 from .charset import decode_html
+from .threads import ThreadRules, find_thread, main_inside, parse
 
 _FORUM_URL = re.compile(r"forum|/threads?/|showthread|viewtopic|/topic/|/t/|board/|/discussion", re.I)
 _FORUM_SOFTWARE = re.compile(r"vbulletin|phpbb|xenforo|discourse|mybb|invision|simple machines|smf|bbpress|"
@@ -204,10 +205,16 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
     return "\n".join(out), sum(map(len, after.values()))
 
 
+def _dated_elements(html: str) -> int:
+    """<time> elements and datetime attributes: a cheap hint that the page lists dated posts."""
+    return html.count("<time") + html.count("datetime=")
+
+
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",
                  fallback_below_chars: int = 800, trafilatura_fast: bool | None = None,
                  favor_precision: bool = False, block_rules: BlockRules = BlockRules(),
-                 second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000) -> Page:
+                 second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000,
+                 thread_rules: ThreadRules | None = ThreadRules()) -> Page:
     from resiliparse.parse.html import HTMLTree
 
     html, charset = decode_html(content, content_type)
@@ -234,7 +241,14 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                 text, good_chars, blocks = plain, plain_chars, plain_blocks
         used = "blocks"
         fast = True if trafilatura_fast is None else trafilatura_fast
-        if good_chars < fallback_below_chars:
+        thread = None
+        if thread_rules and (forum or good_chars < fallback_below_chars or _dated_elements(html) >= 3):
+            thread = find_thread(parse(html), thread_rules)
+            if thread and main_inside(text, thread, thread_rules) < thread_rules.min_main_inside:
+                thread = None  # the posts are comments (or teasers) beside an article
+        if thread:
+            text, used = thread.text, "posts"
+        elif good_chars < fallback_below_chars:
             fallback = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision,
                                         comments=forum)
             if fallback.strip() or not text:
