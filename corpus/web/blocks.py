@@ -80,6 +80,7 @@ class BlockRules:
     drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
     short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
     short_sentence: bool = True  # ... when it is a sentence (ends in . ! ? 。 ...): not "Explore further"
+    short_lead: bool = False  # a link-free short sentence right before good text stays (a lead, a greeting)
     inline_links: bool = True  # a link block right between two good blocks stays ("Read also: <a>...</a>" in a story)
     subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
     heading_next_good: bool = True  # a heading stays only when the first non-heading block under it is good
@@ -187,7 +188,8 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
                 final[i] = "bad" if prev == nxt == "bad" and prev_real and next_real else "good"
         elif (rules.short_after_good and b.link_density == 0.0
               and (not rules.short_sentence or _SENTENCE_END.search(b.text))):
-            final[i] = "good" if prev == "good" and next_real else "bad"
+            final[i] = "good" if (prev == "good" and next_real) or (
+                rules.short_lead and i + 1 < len(blocks) and blocks[i + 1].label == "good") else "bad"
         else:
             final[i] = "good" if prev == nxt == "good" else "bad"
     for i, b in enumerate(blocks):

@@ -97,12 +97,12 @@ def parse(html: str):
     return root
 
 
-def _votes(root, rules: ThreadRules) -> tuple[dict, float]:
+def _votes(root, long_chars: int) -> tuple[dict, float]:
     """signature -> {member element: running-text characters}, and the page's running-text characters."""
     votes: dict[str, dict] = {}
     total = 0.0
     seen: dict = {}  # element -> its signature, or False when it is left out (a link, a signature)
-    short = rules.long_chars // 3  # the shortest text that can weigh long_chars (ideographs x3)
+    short = long_chars // 3  # the shortest text that can weigh long_chars (ideographs x3)
     for node in root.xpath(f"//body//text()[string-length(normalize-space(.)) >= {short}]"):
         owner = node.getparent()
         if node.is_tail:
@@ -110,7 +110,7 @@ def _votes(root, rules: ThreadRules) -> tuple[dict, float]:
         if owner is None:
             continue
         n = weighted_chars(_SPACES.sub(" ", node).strip())
-        if n < rules.long_chars:
+        if n < long_chars:
             continue
         outermost: dict[str, object] = {}  # signature -> its outermost element on this text's chain
         for el in (owner, *owner.iterancestors()):
@@ -208,24 +208,42 @@ def main_inside(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -
     return len(mine & _trigrams(thread.text)) / len(mine) if mine else 1.0
 
 
+class PageRepeats:
+    """One page's running-text votes, with the members and dated-gap share of each group computed once:
+    `thread(rules)` for several rules (the evaluation's threshold sweep) costs one analysis."""
+
+    def __init__(self, root, long_chars: int = ThreadRules.long_chars):
+        self.root = root
+        self.votes, self.total = _votes(root, long_chars) if root is not None else ({}, 0.0)
+        self._members: dict[str, list] = {}
+        self._dated: dict[str, float] = {}
+        self._rendered: dict[str, list[str]] = {}
+
+    def thread(self, rules: ThreadRules = ThreadRules()) -> Thread | None:
+        """The page's posts (see the module docstring), or None when its running text is not a list of posts."""
+        if not self.total:
+            return None
+        candidates = []
+        for sig, hit in self.votes.items():
+            share = sum(hit.values()) / self.total
+            if len(hit) >= rules.min_posts and share >= rules.min_long_share:
+                candidates.append((_depth(next(iter(hit))), share, sig, hit))
+        for depth, share, sig, hit in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
+            if sig not in self._members:  # the deepest candidate that passes: bodies, not whole posts
+                self._members[sig] = _members(self.root, sig, hit)
+            members = self._members[sig]
+            if len(members) < rules.min_posts:
+                continue
+            if sig not in self._dated:
+                self._dated[sig] = _dated_gaps(self.root, members)
+            if self._dated[sig] >= rules.min_dated_gaps:
+                if sig not in self._rendered:
+                    self._rendered[sig] = [text for text in map(render, members) if text]
+                posts = self._rendered[sig]
+                return Thread(posts, sig, share, self._dated[sig]) if len(posts) >= rules.min_posts else None
+        return None
+
+
 def find_thread(root, rules: ThreadRules = ThreadRules()) -> Thread | None:
     """The page's posts (see the module docstring), or None when its running text is not a list of posts."""
-    if root is None:
-        return None
-    votes, total = _votes(root, rules)
-    if not total:
-        return None
-    candidates = []
-    for sig, hit in votes.items():
-        share = sum(hit.values()) / total
-        if len(hit) >= rules.min_posts and share >= rules.min_long_share:
-            candidates.append((_depth(next(iter(hit))), share, sig, hit))
-    for depth, share, sig, hit in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
-        members = _members(root, sig, hit)  # the deepest candidate that passes: bodies, not whole posts
-        if len(members) < rules.min_posts:
-            continue
-        dated = _dated_gaps(root, members)
-        if dated >= rules.min_dated_gaps:
-            posts = [text for text in map(render, members) if text]
-            return Thread(posts, sig, share, dated) if len(posts) >= rules.min_posts else None
-    return None
+    return PageRepeats(root, rules.long_chars).thread(rules)
