@@ -1,15 +1,17 @@
 """Leave-one-set-out check of the thresholds fitted on the extraction development sets (`--loso`).
 
-The thresholds chosen on all development sets together are those of the thread reading
+The thresholds chosen on all development sets together in this round: the thread reading's
 (corpus/web/threads.py `ThreadRules`): the share of the page's running text inside the posts
 (`min_long_share`), the share of gaps between posts that hold a date (`min_dated_gaps`), and the share of
-the article extractor's running text inside the posts (`min_main_inside`). For each set in turn, the grid
+the article extractor's running text inside the posts (`min_main_inside`); and the block rules' average line
+length under which a block is a list of short items (corpus/web/blocks.py `BlockRules.short_line_chars`). For each set in turn, the grid
 point with the best mean headline metric on the other sets is chosen, and the left-out set is scored with it;
 the table shows that figure next to the shipped thresholds' and without the thread reading at all, and the
 worst and mean difference between chosen and shipped.
 
-Each page is analysed once (its text without the thread reading, its blocks, its repeated groups); every
-grid point then only decides, so the sweep costs about two extractions per page.
+Each page is analysed once per line-length value (its text without the thread reading, its blocks, its
+repeated groups); every thread threshold then only decides, so the sweep costs about two extractions per
+page and value.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import replace
 LONG_SHARES = (0.6, 0.7, 0.8, 0.9)
 DATED_GAPS = (0.3, 0.5, 0.7, 0.9)
 MAIN_INSIDE = (0.3, 0.5, 0.7)
+SHORT_LINE_CHARS = (0, 14, 20)
 
 
-def _page_options(page) -> tuple[str, dict]:
+def _page_options(page, short_line_chars: int) -> tuple[str, dict]:
     """(text without the thread reading, {(long_share, dated_gaps): (thread text, main-inside share) | None})."""
     from resiliparse.parse.html import HTMLTree
 
@@ -32,11 +35,12 @@ def _page_options(page) -> tuple[str, dict]:
                                     thread_worth_a_look)
     from corpus.web.threads import PageRepeats, ThreadRules, main_inside, parse
 
-    plain = extract_page(page.source, None, page.url, thread_rules=None).text
+    rules = replace(BlockRules(), short_line_chars=short_line_chars)
+    plain = extract_page(page.source, None, page.url, thread_rules=None, block_rules=rules).text
     html = decode_html(page.source)[0]
     tree = HTMLTree.parse(html)
     forum = looks_like_forum(tree, page.url)
-    text, good_chars, _ = article_blocks(tree, forum, BlockRules(), title=_title(tree), fallback_below_chars=800)
+    text, good_chars, _ = article_blocks(tree, forum, rules, title=_title(tree), fallback_below_chars=800)
     options: dict = {}
     if thread_worth_a_look(html, good_chars, forum, fallback_below_chars=800):
         repeats = PageRepeats(parse(html))
@@ -47,14 +51,17 @@ def _page_options(page) -> tuple[str, dict]:
     return plain, options
 
 
-def loso_tables(args) -> dict[str, list[dict]]:
+def loso_tables(args, peer_scores: dict[str, float] | None = None) -> dict[str, list[dict]]:
+    """The leave-one-set-out table; `peer_scores`: trafilatura's headline metric per set, for comparison."""
+    from corpus.web.blocks import BlockRules
     from corpus.web.threads import ThreadRules
 
     from .extraction import SET_METRICS, in_split, load_pages, score
 
     shipped = ThreadRules()
-    shipped_point = (shipped.min_long_share, shipped.min_dated_gaps, shipped.min_main_inside)
-    grid = list(itertools.product(LONG_SHARES, DATED_GAPS, MAIN_INSIDE))
+    shipped_point = (BlockRules().short_line_chars, shipped.min_long_share, shipped.min_dated_gaps,
+                     shipped.min_main_inside)
+    grid = list(itertools.product(SHORT_LINE_CHARS, LONG_SHARES, DATED_GAPS, MAIN_INSIDE))
     if shipped_point not in grid:
         grid.append(shipped_point)
     results: dict[str, dict] = {}  # set -> grid point -> headline metric
@@ -62,16 +69,16 @@ def loso_tables(args) -> dict[str, list[dict]]:
         pages = [p for p in load_pages(args.data, name, args.limit) if in_split(p.name, args.split)]
         if not pages:
             continue
-        analysed = [_page_options(p) for p in pages]
+        analysed = {slc: [_page_options(p, slc) for p in pages] for slc in SHORT_LINE_CHARS}
         metric = SET_METRICS[name][0]
         results[name] = {}
-        for ls, dg, mi in grid:
+        for slc, ls, dg, mi in grid:
             texts = []
-            for plain, options in analysed:
+            for plain, options in analysed[slc]:
                 option = options.get((ls, dg))
                 texts.append(option[0] if option and option[1] >= mi else plain)
-            results[name][ls, dg, mi] = score(texts, pages)[metric]
-        results[name]["off"] = score([plain for plain, _ in analysed], pages)[metric]
+            results[name][slc, ls, dg, mi] = score(texts, pages)[metric]
+        results[name]["off"] = score([plain for plain, _ in analysed[shipped_point[0]]], pages)[metric]
     rows = []
     for held_out in results:
         others = [s for s in results if s != held_out]
@@ -79,16 +86,17 @@ def loso_tables(args) -> dict[str, list[dict]]:
             continue
         best = max(grid, key=lambda g: (sum(results[s][g] for s in others) / len(others), g == shipped_point))
         rows.append({"left-out set": held_out, "metric": SET_METRICS[held_out][0],
-                     "chosen on the others (long share, dated gaps, main inside)": str(best),
+                     "chosen on the others (short line chars, long share, dated gaps, main inside)": str(best),
                      "left-out score, chosen": results[held_out][best],
                      "left-out score, shipped": results[held_out][shipped_point],
                      "left-out score, no thread reading": results[held_out]["off"],
+                     "trafilatura": (peer_scores or {}).get(held_out),
                      "chosen - shipped": results[held_out][best] - results[held_out][shipped_point]})
     if rows:
         diffs = [r["chosen - shipped"] for r in rows]
-        rows.append({"left-out set": "worst / mean", "metric": "", "chosen on the others (long share, dated gaps, "
-                     "main inside)": f"shipped {shipped_point}", "left-out score, chosen": None,
-                     "left-out score, shipped": None, "left-out score, no thread reading": None,
+        rows.append({"left-out set": "worst / mean", "metric": "", "chosen on the others (short line chars, long "
+                     "share, dated gaps, main inside)": f"shipped {shipped_point}", "left-out score, chosen": None,
+                     "left-out score, shipped": None, "left-out score, no thread reading": None, "trafilatura": None,
                      "chosen - shipped": f"{min(diffs):+.4f} / "
                                                                           f"{sum(diffs) / len(diffs):+.4f}"})
-    return {"leave-one-set-out: thread thresholds chosen on the other sets": rows}
+    return {"leave-one-set-out: thresholds chosen on the other sets": rows}

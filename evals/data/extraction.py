@@ -160,7 +160,7 @@ def run(args) -> EvalReport:
     logging.getLogger("trafilatura").setLevel(logging.ERROR)
     report = EvalReport(NAME)
     fns = extractors(args.variants)
-    summary, pooled_pages, pooled_texts = [], [], {OURS: [], PEER: []}
+    summary, pooled_pages, pooled_texts, peer_scores = [], [], {OURS: [], PEER: []}, {}
     suffix = "" if args.split == "all" else f", {args.split} half"
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         try:
@@ -182,6 +182,7 @@ def run(args) -> EvalReport:
         report.tables[f"{name}{suffix} by page kind"] = _breakdown("kind", ("article", "forum", "other"), texts, pages,
                                                                    metrics)
         ours, peer, resili = rows[0], rows[1], rows[2]
+        peer_scores[name] = peer[metrics[0]]
         for m in metrics:
             summary.append({"set": name, "pages": len(pages), "metric": m, "ours": ours[m], "trafilatura": peer[m],
                             "resiliparse": resili[m], "ours - trafilatura": ours[m] - peer[m],
@@ -199,6 +200,6 @@ def run(args) -> EvalReport:
     if args.loso:
         from ._extraction_loso import loso_tables
 
-        for title, rows in loso_tables(args).items():
+        for title, rows in loso_tables(args, peer_scores).items():
             report.tables[title] = rows
     return report
