@@ -109,7 +109,7 @@ def _votes(root, long_chars: int) -> tuple[dict, float]:
             owner = owner.getparent()
         if owner is None:
             continue
-        n = weighted_chars(_SPACES.sub(" ", node).strip())
+        n = weighted_chars(node.strip())  # (inner runs of spaces counted as they are: cheaper, near enough)
         if n < long_chars:
             continue
         outermost: dict[str, object] = {}  # signature -> its outermost element on this text's chain
@@ -191,21 +191,26 @@ def render(el) -> str:
     return "\n".join(line for line in lines if line)
 
 
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-
-
-def _trigrams(text: str) -> set[tuple[str, ...]]:
-    tokens = _TOKEN.findall(text.casefold())
-    return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
+_NO_SPACE = re.compile(r"\s+")
+_PROBE = 40  # characters of a line looked up in the posts
 
 
 def main_inside(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -> float:
-    """Share of the token trigrams (each ideograph a token) of `text`'s running-text lines that the posts
-    hold: high when the article extractor's main text is the thread's first post, low for an article
-    above its comments; 1.0 when `text` has no running text (that extractor found nothing to weigh)."""
-    long_lines = [line for line in text.split("\n") if weighted_chars(line) >= rules.long_chars]
-    mine = _trigrams("\n".join(long_lines))
-    return len(mine & _trigrams(thread.text)) / len(mine) if mine else 1.0
+    """Share (by characters) of `text`'s running-text lines found in the posts: high when the article
+    extractor's main text is the thread's first post, low for an article above its comments; 1.0 when `text`
+    has no running text (that extractor found nothing to weigh). A line counts as found when its middle
+    `_PROBE` characters, spaces ignored, occur in the posts' text (a substring search, not a parse)."""
+    posts = _NO_SPACE.sub("", thread.text)
+    found = total = 0
+    for line in text.split("\n"):
+        n = weighted_chars(line)
+        if n < rules.long_chars:
+            continue
+        flat = _NO_SPACE.sub("", line)
+        middle = max(0, (len(flat) - _PROBE) // 2)
+        total += n
+        found += n if flat[middle:middle + _PROBE] in posts else 0
+    return found / total if total else 1.0
 
 
 class PageRepeats:
