@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 PIP     := $(BIN)/pip install -q --disable-pip-version-check -c constraints.txt
 ROOT    ?= data/root
 
-.PHONY: demo test test-fast bench install clean
+.PHONY: demo test test-fast bench install system clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (python 3.11)"; exit 1; }
@@ -24,15 +24,20 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt $(REQS) $(NODEPS)
 	$(if $(NODEPS),$(PIP) --no-deps $(addprefix -r ,$(NODEPS)))
 	@touch $(STAMP)
 
-install: $(STAMP)
+# System packages (requirements/system/debian.txt): installed when root with apt-get, else one line naming the
+# command to run. `.ci/run` gets them only through this target, so the two cannot differ.
+system:
+	@sh requirements/system/install.sh
 
-demo: $(STAMP)
+install: system $(STAMP)
+
+demo: install
 	$(BIN)/python -m manifests.demo --root $(ROOT)
 
-test: $(STAMP)
+test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-test-fast: $(STAMP)
+test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 bench: $(STAMP)

@@ -1,5 +1,7 @@
 """License detection: files/s and accuracy, ours vs askalono (pyaskalono) vs a plain keyword-regex baseline;
-then whole repositories per second, ours (detect_repository) vs askalono file by file.
+then whole repositories per second, ours (the reader's license inputs -> the repository decision and its
+per-file rules, as code_license_v1 runs them) vs askalono file by file, on the licensee fixtures and on the
+hard real repositories of ../shared/data/licenses_real (several texts per file, statements, REUSE).
 
 Same data for all: the license files of the licensee fixtures (file-level: each file's expected
 key is its fixture's, files of multi-license fixtures are skipped). askalono's Python binding
@@ -94,15 +96,19 @@ def main() -> None:
             subset, args.repeat)
     print(f"ratio ours/regex: {ours / base:.2f}x" + (f"   ours/askalono: {ours / peer:.1f}x" if peer else ""))
     if peer:
-        repo_level(root, args.peer_files)
+        repo_level([files for _, files, _ in licensee_fixtures(root)], args.peer_files, "licensee fixtures")
+        from evals.data._license_real import real_repos
+
+        real = [r["files"] for r in real_repos(shared_data("licenses_real", "repos"))]
+        repo_level(real, args.peer_files, "licenses_real (hard cases)")
 
 
-def repo_level(root, n_repos: int) -> None:
-    """Whole repositories (the licensee fixtures): our detector (files, metadata, README, combination)
-    vs askalono on each root license file, AND-ed (evals/data/license.py); same repositories for both."""
+def repo_level(all_repos: list[dict], n_repos: int, what: str) -> None:
+    """Whole repositories: our decision (files, metadata, README, combination, per-file rules) vs askalono
+    on each root license file, AND-ed (evals/data/license.py); the same repositories for both."""
     from evals.data.license import askalono_expression, detect
 
-    repos = [files for _, files, _ in licensee_fixtures(root)][: max(n_repos, 1)]
+    repos = all_repos[: max(n_repos, 1)]
     start = time.perf_counter()
     for files in repos:
         detect(files)
@@ -111,8 +117,8 @@ def repo_level(root, n_repos: int) -> None:
     for files in repos:
         askalono_expression(files)
     peer = len(repos) / (time.perf_counter() - start)
-    print(f"repositories: cidermill {ours:.1f} repos/s, askalono {peer:.1f} repos/s on {len(repos)} repos; "
-          f"ours/askalono: {ours / peer:.1f}x")
+    print(f"repositories ({what}): cidermill {ours:.1f} repos/s, askalono {peer:.1f} repos/s on {len(repos)} "
+          f"repos; ours/askalono: {ours / peer:.1f}x")
 
 
 if __name__ == "__main__":

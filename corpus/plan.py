@@ -26,7 +26,6 @@ the hash-partitioned builds; LSH edges grow with the duplicate rate, not the siz
 
 from __future__ import annotations
 
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from manifests.config import parse_size
 from manifests.errors import ConfigError
 from manifests.storage import Location
 
@@ -41,17 +41,6 @@ from .readers import InputFile, make_reader
 from .stage import GlobalStage
 
 TASK_BYTES = 4096  # driver bookkeeping per task: its spec, its result (shard list, stats), a marker path
-_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
-
-
-def parse_bytes(text: str) -> float:
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).upper() not in _UNITS:
-        raise ConfigError(f"--input-bytes {text!r}: expected a number with a unit like 100TB, 424.7TiB or 5e12")
-    return float(m.group(1)) * _UNITS[m.group(2).upper()]
-
-
 @dataclass
 class StageCost:
     name: str
@@ -117,15 +106,11 @@ def _build(stage, table: pa.Table, folder: str):
     return stage.build(shards, workdir=root.join("work"), tasks=_InProcess())
 
 
-def _fixed_seconds(stage) -> float:
-    """CPU seconds a global build spends once whatever the corpus size: the decontamination index
-    (built from the benchmarks on the driver). The other builds are all per-row work."""
-    if stage.name != "decontaminate_v1":
-        return 0.0
-    from .stages.decontam import build_index
-
+def _fixed_seconds(stage: GlobalStage) -> float:
+    """CPU seconds a global build spends once whatever the corpus size (`GlobalStage.build_fixed`, e.g. the
+    decontamination index built from the benchmarks on the driver); the rest of a build is per-row work."""
     t0 = time.process_time()
-    build_index(stage.config)
+    stage.build_fixed()
     return time.process_time() - t0
 
 
@@ -255,7 +240,7 @@ def cmd_plan(args) -> int:
     for name, value in (("--nodes", args.nodes), ("--cores-per-node", args.cores_per_node)):
         if value < 1:
             raise ConfigError(f"{name} must be >= 1; got {value}")
-    input_bytes = parse_bytes(args.input_bytes)
+    input_bytes = parse_size(args.input_bytes, key="--input-bytes", where="the command line")
     if args.sample:
         loc = Location.parse(args.sample)
         if not loc.exists():
@@ -269,7 +254,7 @@ def cmd_plan(args) -> int:
     floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     passes, sample_bytes = measure(pipeline, sample)
     plan = project(passes, sample_bytes, input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node,
-                   node_gbps=args.node_gbps, driver_floor_bytes=floor, task_bytes=parse_bytes(args.task_bytes))
+                   node_gbps=args.node_gbps, driver_floor_bytes=floor, task_bytes=parse_size(args.task_bytes, key="--task-bytes", where="the command line"))
     print(render(plan, input_bytes=input_bytes, nodes=args.nodes, cores=args.cores_per_node,
                  node_gbps=args.node_gbps, sample=sample.location.uri, sample_bytes=sample_bytes))
     return 0

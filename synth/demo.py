@@ -24,7 +24,9 @@ def run(root: str) -> None:
     from manifests import Catalog
     from synth.backends import default_cache_path
 
-    from .coding.pipeline import coding_stages, run_stages, write_run
+    from corpus.executors import NothingKept
+
+    from .coding.pipeline import coding_stages, pass_rate_summary, run_stages, write_run
     from .coding.topics import topics_table
 
     start = time.perf_counter()
@@ -38,7 +40,11 @@ def run(root: str) -> None:
         stages = coding_stages(backend, questions_per_topic=1, n_tests=5, min_tests=2, n_solutions=3,
                                min_pass_rate=0.5, max_tokens=128, seed=0, workers=2, test_samples=2)
         run_ = run_stages(seeds, stages)
-        kept, rejects, summary = write_run(Catalog(root), run_, stages=stages)
+        summary = pass_rate_summary(run_)
+        try:
+            kept, rejects, summary = write_run(Catalog(root), run_, stages=stages)
+        except NothingKept as exc:  # no empty version is published; the rejects are (the CLI exits 1 here)
+            kept, rejects = None, exc.rejects
         print(json.dumps(summary, indent=2))
         rate = summary["test_pass_rate"]
         print(f"test executions: {summary['test_executions']}, passed: "
@@ -48,7 +54,8 @@ def run(root: str) -> None:
             print("(SmolLM2-135M seldom writes a correct test and a correct solution for the same question; "
                   "the rejects say why per question. Point `cidermill synth coding --backend openai|vllm` at a "
                   "stronger model for real data.)")
-        print(f"-> {kept.name}@{kept.version_id[:12]}  {kept.manifest.rows} rows at {kept.directory.uri}"
+        print((f"-> {kept.name}@{kept.version_id[:12]}  {kept.manifest.rows} rows at {kept.directory.uri}" if kept
+               else "-> no version published (a run that keeps nothing publishes only its rejects)")
               + (f"\n   rejects {rejects.name}@{rejects.version_id[:12]} ({rejects.manifest.rows} rows)"
                  if rejects else ""))
         print(f"({time.perf_counter() - start:.0f}s)")

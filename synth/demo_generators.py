@@ -58,6 +58,29 @@ def _report(label: str, run, backend: Metered) -> dict:
             "backend": f"{backend.name}/{backend.model}"}
 
 
+def _generate(root: str, name: str, seeds, stages, *, extra: dict, label: str, backend: Metered):
+    """(run or None, report row): a generator that keeps nothing publishes only its rejects (NothingKept, as
+    `cidermill synth` exits 1 then); the demo says so and goes on with the next generator."""
+    from corpus.executors import NothingKept
+    from synth.generation.runner import run_generator
+
+    start = time.perf_counter()
+    try:
+        r = run_generator(root, name, seeds, stages, extra=extra)
+    except NothingKept as exc:
+        seconds = time.perf_counter() - start
+        completions, tokens, cached = backend.take()
+        print(stats_table(exc.stats))
+        print(f"-> {name}: kept nothing from {seeds.num_rows} seeds in {seconds:.1f} s, so no version was published "
+              f"(the CPU model is small); LLM {completions} completions ({cached} from the response cache)"
+              + (f"\n   rejects {exc.rejects.name}@{exc.rejects.version_id[:12]}" if exc.rejects else ""), flush=True)
+        return None, {"generator": label, "dataset": None, "seeds": seeds.num_rows, "rows": 0,
+                      "seconds": round(seconds, 1), "seeds_per_s": round(seeds.num_rows / seconds, 3),
+                      "rows_per_s": 0.0, "llm_completions": completions, "llm_cached": cached,
+                      "llm_tok_per_s": round(tokens / seconds, 1), "backend": f"{backend.name}/{backend.model}"}
+    return r, _report(label, r, backend)
+
+
 def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     import importlib.util
 
@@ -66,7 +89,6 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
     from synth.math.pipeline import math_stages
     from synth.math.seeds import load_gsm8k
     from synth.generation.llm import register_backend
-    from synth.generation.runner import run_generator
     from synth.stages.summaries_payloads import load_c4_sample
     from synth.summaries.pipeline import summary_stages
     from synth.tools.pipeline import tool_stages
@@ -89,36 +111,38 @@ def run(root: str, *, backend=None, small: bool = True) -> list[dict]:
 
     print("\n--- math: GSM8K train seeds -> rephrase / reversion / evolution -> judges -> CoT answers", flush=True)
     seeds = load_gsm8k(GSM8K_SAMPLE, limit=3 if small else 64, shortest=True)
-    r = run_generator(root, "synth-math", seeds, math_stages(spec, n_samples=2 if small else 8,
-                                                             cot_max_tokens=96 if small else 384,
-                                                             gen_max_tokens=64 if small else 256,
-                                                             dedup_threshold=0.95), extra=extra)
-    results.append(_report("math", r, backend))
+    _, row = _generate(root, "synth-math", seeds, math_stages(spec, n_samples=2 if small else 8,
+                                                              cot_max_tokens=96 if small else 384,
+                                                              gen_max_tokens=64 if small else 256,
+                                                              dedup_threshold=0.95),
+                       extra=extra, label="math", backend=backend)
+    results.append(row)
 
     print("\n--- tool use: glaive dialogues -> examples, bootstrap, parallel, distractors, validation", flush=True)
     dialogues = load_glaive(GLAIVE_SAMPLE, limit=40 if small else 300)
-    r = run_generator(root, "synth-tools", dialogues,
-                      tool_stages(spec, max_bootstrap=4 if small else 200, max_pairs=5 if small else 100,
-                                  max_tokens=80), extra=extra)
-    results.append(_report("tools", r, backend))
-    tools_version = r.version
+    r, row = _generate(root, "synth-tools", dialogues,
+                       tool_stages(spec, max_bootstrap=4 if small else 200, max_pairs=5 if small else 100,
+                                   max_tokens=80), extra=extra, label="tools", backend=backend)
+    results.append(row)
+    tools_version = r.version if r else None
 
     print("\n--- summaries: C4 text -> email/message/notification payloads -> teacher -> rules, "
           "entailment, injection", flush=True)
     docs = load_c4_sample(C4_SAMPLE, limit=6 if small else 120)
-    r = run_generator(root, "synth-summaries", docs, summary_stages(spec, max_tokens=48, max_sentences=4),
-                      extra=extra)
-    results.append(_report("summaries", r, backend))
+    _, row = _generate(root, "synth-summaries", docs, summary_stages(spec, max_tokens=48, max_sentences=4),
+                       extra=extra, label="summaries", backend=backend)
+    results.append(row)
 
     print("\n--- long-context Q&A: C4 documents as gold + distractors up to 2k tokens", flush=True)
     pool = load_c4_sample(C4_SAMPLE)
-    r = run_generator(root, "synth-longcontext", pool,
-                      [LongContextQA({"backend": spec, "target_tokens": 2048, "max_questions": 3 if small else 64,
-                                      "max_tokens": 32})], extra=extra)
-    results.append(_report("longcontext", r, backend))
+    _, row = _generate(root, "synth-longcontext", pool,
+                       [LongContextQA({"backend": spec, "target_tokens": 2048, "max_questions": 3 if small else 64,
+                                       "max_tokens": 32})], extra=extra, label="longcontext", backend=backend)
+    results.append(row)
 
-    print("\n--- SFT embedding dedup through the local executor on the tool-use version", flush=True)
-    results.append(_sft_dedup(root, tools_version))
+    if tools_version is not None:
+        print("\n--- SFT embedding dedup through the local executor on the tool-use version", flush=True)
+        results.append(_sft_dedup(root, tools_version))
 
     print("\nthroughput per generator (seeds/s = inputs processed, rows/s = rows published):")
     for row in results:

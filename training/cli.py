@@ -100,6 +100,15 @@ def add_parser(sub) -> None:
     show.add_argument("checkpoint")
     show.set_defaults(func=cmd_show)
 
+    ver = tsub.add_parser("verify", help="check every file of a checkpoint against its manifest (size, sha256)")
+    ver.add_argument("checkpoint", help="checkpoint directory (or a run directory: its newest checkpoint)")
+    ver.set_defaults(func=cmd_verify)
+
+    seal = tsub.add_parser("seal", help="hash the files of a checkpoint written before file hashes (format 1) "
+                                        "as they are now, so it loads; only for checkpoints you trust")
+    seal.add_argument("checkpoint", help="checkpoint directory")
+    seal.set_defaults(func=cmd_seal)
+
     shapes = tsub.add_parser("shapes", help="list named model shapes with parameter counts")
     shapes.set_defaults(func=cmd_shapes)
 
@@ -135,13 +144,20 @@ def _sets(args) -> dict:
     return dict(parse_assignment(a) for a in getattr(args, "set", None) or [])
 
 
+def _overrides(args, *keys: str) -> dict:
+    """`--set KEY=VALUE` pairs, then the dedicated flags (`--steps`, `--out-dir`, ...) given: one mapping,
+    so a key named both ways is not passed twice (that was a TypeError); the flag wins."""
+    out = _sets(args)
+    out.update({k: getattr(args, k) for k in keys if getattr(args, k, None) is not None})
+    return out
+
+
 def _load(args, path=None):
     import dataclasses
 
     from .config import load_config, with_
 
-    cfg = load_config(path or args.config, steps=getattr(args, "steps", None), out_dir=getattr(args, "out_dir", None),
-                      **_sets(args))
+    cfg = load_config(path or args.config, **_overrides(args, "steps", "out_dir"))
     if getattr(args, "root", None):
         cfg = with_(cfg, data=dataclasses.replace(cfg.data, root=args.root))
     if getattr(args, "mixture", None):
@@ -208,17 +224,25 @@ def cmd_prune(args) -> int:
 
 def cmd_plan(args) -> int:
     from .config import read_yaml
-    from .memory import parse_bytes, plan_for_config
+    from manifests.config import parse_size
+
+    from .memory import plan_for_config
+
+    from manifests.config import require_number
+
+    gpu_bytes = parse_size(args.gpu_mem, key="--gpu-mem", where="the command line")
+    require_number(args.gpus, "--gpus", where="train plan", ge=1, integer=True)
+    require_number(args.mfu, "--mfu", where="train plan", gt=0, le=1)
 
     if "method" in read_yaml(args.config, {}):  # a post-training config (sft | rm | dpo)
         from .post_config import load_config
         from .post_plan import plan_post
 
-        plan = plan_post(load_config(args.config), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+        plan = plan_post(load_config(args.config, **_sets(args)), gpus=args.gpus, gpu_bytes=gpu_bytes,
                          micro_batch=args.micro_batch, mfu=args.mfu)
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
         return 0 if plan.fits else 1
-    plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=parse_bytes(args.gpu_mem),
+    plan = plan_for_config(_load(args), gpus=args.gpus, gpu_bytes=gpu_bytes,
                            seq_length=args.seq_length, micro_batch=args.micro_batch)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.table())
     return 0 if plan.fits else 1
@@ -230,6 +254,25 @@ def cmd_show(args) -> int:
     manifest = dict(open_checkpoint(args.checkpoint).manifest)
     manifest.pop("config", None)
     print(json.dumps(manifest, indent=2))
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .checkpoint import open_checkpoint, verify
+
+    info = open_checkpoint(args.checkpoint)
+    problems = verify(info)
+    for p in problems:
+        print(f"{info.directory}: {p}")
+    if not problems:
+        print(f"{info.directory}: {len(info.manifest['files'])} files intact")
+    return 1 if problems else 0
+
+
+def cmd_seal(args) -> int:
+    from .checkpoint import seal
+
+    print(f"sealed {seal(args.checkpoint)} (format 2: its files are hashed as they are now)")
     return 0
 
 
@@ -265,8 +308,7 @@ def cmd_post(args) -> int:
 
     from .post_config import load_config
 
-    cfg = load_config(args.config, steps=args.steps, out_dir=args.out_dir, init_from=args.init_from,
-                      adapter_init=getattr(args, "adapter_init", None), **_sets(args))
+    cfg = load_config(args.config, **_overrides(args, "steps", "out_dir", "init_from", "adapter_init"))
     if cfg.method != args.method:
         raise ConfigError(f"{args.config}: method is {cfg.method!r}; run `cidermill train {cfg.method}`")
     if args.method == "sft":

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from manifests.config import build_config
+from manifests.config import build_config, require_number
 from manifests.overrides import apply_overrides
 from manifests.overrides import read_yaml as read_config_file
 from manifests.errors import ConfigError
@@ -54,6 +54,7 @@ class DataConfig:
                 raise ConfigError(f"data.{k} must be > 0; got {getattr(self, k)}")
         if self.blend and (self.vocab_size is None or self.eod_id is None):
             raise ConfigError("data.blend needs data.vocab_size and data.eod_id (the tokenizer's facts)")
+        require_number(self.valid_samples, "data.valid_samples", ge=1, integer=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,8 +95,7 @@ class TrainConfig:
     def __post_init__(self):
         if self.stage not in STAGES:
             raise ConfigError(f"stage must be one of {STAGES}; got {self.stage!r} in {self.name}")
-        if (self.seq_length is not None and self.seq_length <= 0) or (self.steps is not None and self.steps <= 0):
-            raise ConfigError(f"{self.name}: seq_length and steps must be > 0")
+        check_run_numbers(self)
         if self.data.blend and (self.seq_length is None or self.steps is None):
             raise ConfigError(f"{self.name}: a hand-made data.blend needs seq_length and steps in the config")
         if self.micro_batch <= 0 or self.global_batch % self.micro_batch:
@@ -104,6 +104,22 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def check_run_numbers(cfg) -> None:
+    """The numbers every training config shares (TrainConfig, PostTrainConfig): a batch of 0, a RoPE base of
+    0 or a negative step count is refused before any work, naming the key (they used to run to nonsense)."""
+    where = cfg.name
+    for key in ("global_batch", "micro_batch", "rotary_base"):
+        require_number(getattr(cfg, key), key, where=where, ge=1, integer=True)
+    for key in ("steps", "seq_length"):
+        if getattr(cfg, key) is not None:
+            require_number(getattr(cfg, key), key, where=where, ge=1, integer=True)
+    for key in ("save_every", "eval_every", "log_every"):
+        if hasattr(cfg, key):
+            require_number(getattr(cfg, key), key, where=where, ge=0, integer=True)
+    if not cfg.out_dir:
+        raise ConfigError(f"out_dir in {where}: give a folder for the checkpoints")
 
 
 def _build(cls, raw: dict, where: str):

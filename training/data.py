@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -33,17 +34,30 @@ class Blend:
     num_samples: int | None = None
     seed: int | None = None
 
+    # the mixture's tokenizer entry ({name, kind, vocab_size, eod_id, model_sha256, ...}) and its model file
+    # (checked against model_sha256), or None for a hand-made blend
+    tokenizer: dict | None = None
+    tokenizer_file: str | None = None
+
     def __post_init__(self):
         if not self.components:
             raise ConfigError("data blend is empty; give at least one (weight, prefix) pair")
         for weight, prefix in self.components:
-            if weight <= 0:
-                raise ConfigError(f"data blend: weight of {prefix} must be > 0; got {weight}")
+            if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+                raise ConfigError(f"data blend: weight of {prefix} must be a number >= 0; got {weight}")
             for ext in (".bin", ".idx"):
                 if not os.path.exists(prefix + ext):
                     raise ConfigError(f"data blend: {prefix}{ext} does not exist (tokenize the dataset first)")
+        if not self.trained:
+            raise ConfigError("data blend: every weight is 0; give at least one component a weight > 0")
         if not 0 <= self.eod_id < self.vocab_size:
             raise ConfigError(f"data blend: eod_id {self.eod_id} outside the vocabulary (size {self.vocab_size})")
+
+    @property
+    def trained(self) -> tuple[tuple[float, str], ...]:
+        """The components training reads: weight 0 means "in the mixture, not trained on" (an ablation
+        variant, a component switched off); such a component stays in the manifest and the blend id."""
+        return tuple((w, p) for w, p in self.components if w > 0)
 
     @property
     def id(self) -> str:
@@ -58,26 +72,90 @@ class Blend:
 
 
 def blend_from_mixture(ref: str, *, root: str | None = None) -> Blend:
-    """A published mixture (`demo-core`, `demo-core@3fa2`, under the data root) or a mixture.json path."""
+    """A published mixture (`demo-core`, `demo-core@3fa2`, under the data root) or a mixture.json path.
+    A published mixture is checked against its catalog manifest first (an edited mixture.json would train
+    under the old version id); a loose mixture.json is named by its content hash."""
     from manifests.catalog import Catalog
+    from manifests.dataset import DatasetVersion
+    from manifests.manifest import MANIFEST_NAME
     from manifests.mixture import MixtureManifest
 
     if ref.endswith(".json") or os.path.isfile(ref):
+        path = Path(ref).resolve()
+        if (path.parent / MANIFEST_NAME).exists():
+            version = DatasetVersion(str(path.parent))
+            version_id = version.version_id
+            _require_intact(version)
+        else:
+            version_id = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         m = MixtureManifest.read(ref, root=root)
-        version_id = Path(ref).resolve().parent.name
     else:
         if root is None:
             raise ConfigError(f"data.mixture {ref!r} is a catalog reference; set data.root (the data root)")
         version = Catalog(root).resolve(ref)
+        _require_intact(version)
         m = MixtureManifest.open(root, f"{version.name}@{version.version_id}")
         version_id = version.version_id
     prefixes, weights = m.megatron_blend()
     vocab_size, eod_id = m.tokenizer.get("vocab_size"), m.tokenizer.get("eod_id")
     if vocab_size is None or eod_id is None:
         raise ConfigError(f"mixture {m.name}: its tokenizer entry lacks vocab_size/eod_id; rebuild the mixture")
+    tokenizer_file = None if m.tokenizer.get("kind") == "bytes" else m.tokenizer_model_path()
+    if tokenizer_file is not None:
+        if not os.path.isfile(tokenizer_file):
+            raise ConfigError(f"mixture {m.name}: its tokenizer file {tokenizer_file} is missing")
+        if hashlib.sha256(Path(tokenizer_file).read_bytes()).hexdigest() != m.tokenizer.get("model_sha256"):
+            raise ConfigError(f"mixture {m.name}: tokenizer file {tokenizer_file} does not match the sha256 the "
+                              "mixture recorded; the tokenizer changed after the data was tokenized")
     return Blend(components=tuple(zip(weights, prefixes)), vocab_size=int(vocab_size), eod_id=int(eod_id),
                  source_id=f"{m.name}@{version_id}", seq_length=m.seq_length, num_samples=m.num_samples,
-                 seed=m.seed)
+                 seed=m.seed, tokenizer=dict(m.tokenizer), tokenizer_file=tokenizer_file)
+
+
+def _require_intact(version) -> None:
+    problems = version.verify()
+    if problems:
+        raise ConfigError(f"mixture {version.name}@{version.version_id[:12]} does not match its catalog manifest "
+                          f"({problems[0].path}: {problems[0].reason}); it was edited after publishing. Build a "
+                          "new version with `cidermill mix build` instead of editing one")
+
+
+def verify_inputs(blend: Blend, *, stamps: str | Path, log=print) -> None:
+    """Check every trained component's tokenized files against their catalog version (size and sha256).
+    A file once verified is remembered in `stamps` by (path, size, mtime) and not hashed again; components
+    outside the catalog (hand-made prefixes) are said to be unverified."""
+    from manifests.dataset import DatasetVersion
+    from manifests.manifest import MANIFEST_NAME
+
+    stamps = Path(stamps)
+    try:
+        seen = json.loads(stamps.read_text())
+    except (OSError, ValueError):
+        seen = {}
+    changed = False
+    for weight, prefix in blend.trained:
+        folder = Path(prefix).parent
+        if not (folder / MANIFEST_NAME).exists():
+            log(f"[data] {prefix}: not a catalog version, so its tokens are not hash-checked")
+            continue
+        version = DatasetVersion(str(folder))
+        stamp = [[s.path, (folder / s.path).stat().st_size if (folder / s.path).exists() else -1,
+                  (folder / s.path).stat().st_mtime_ns if (folder / s.path).exists() else -1, s.sha256]
+                 for s in version.manifest.shards]
+        key = f"{folder.resolve()}@{version.version_id}"
+        if seen.get(key) == stamp:
+            continue
+        problems = version.verify()
+        if problems:
+            raise ConfigError(f"{version.name}@{version.version_id[:12]} ({prefix}): {problems[0].path} "
+                              f"{problems[0].reason}; the tokenized data changed after publishing, not training on it")
+        seen[key] = stamp
+        changed = True
+    if changed:
+        stamps.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamps.with_suffix(".tmp")
+        tmp.write_text(json.dumps(seen, indent=1))
+        os.replace(tmp, stamps)
 
 
 def blend_from_pairs(pairs, *, vocab_size: int, eod_id: int, source_id: str = "") -> Blend:
@@ -135,8 +213,8 @@ def build_splits(blend: Blend, *, seq_length: int, seed: int, n_train: int, n_va
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 
-    weights = [w for w, _ in blend.components]
-    prefixes = [p for _, p in blend.components]
+    weights = [w for w, _ in blend.trained]  # a weight-0 component is not read
+    prefixes = [p for _, p in blend.trained]
     config = GPTDatasetConfig(
         random_seed=seed,
         sequence_length=seq_length,

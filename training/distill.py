@@ -18,7 +18,8 @@ import torch
 from . import parallel
 from .config import TrainConfig
 from .teacher import TeacherLabels, _sidecar  # the reading side, which the trainer imports (no cycle)
-from .trainer import load_model, plan_run
+from .checkpoint import load_model
+from .plan import plan_run
 
 
 @torch.no_grad()

@@ -141,7 +141,7 @@ def train_dpo(cfg, *, resume: str | None = None, stop_after: int | None = None, 
 
     result = run_loop(cfg, model, n_items=len(train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
                       evaluate=evaluate, data=data, resume=resume, stop_after=stop_after, log=log,
-                      extra_manifest={"tokenizer": tokenizer.describe(), "reference": cfg.dpo.reference or cfg.init_from,
+                      extra_manifest={"reference": cfg.dpo.reference or cfg.init_from,
                                       "held_out_start": start, "data_counters": counters})
     result.evals.insert(0, (0, start))
     result.reference_cache = cache

@@ -19,7 +19,7 @@ Weight mapping (megatron-core local spec -> Qwen3), shapes for h=hidden, hd=head
 Transformer Engine checkpoints keep the pre-norms inside the linear layers (`linear_qkv.layer_norm_weight`,
 `linear_fc1.layer_norm_weight`); both namings are read.
 
-Tokenizer: the checkpoint's mixture manifest names it.
+Tokenizer: the one the checkpoint recorded and carries (training/checkpoint.py `checkpoint_tokenizer`).
     - `kind: bytes` (training/byte_mixture.py: token id = UTF-8 byte value, 0 = end of document): a
       byte-level BPE tokenizer.json with the 256 byte symbols and no merges, so id == byte value; loads with
       AutoTokenizer (PreTrainedTokenizerFast), `eos_token` = the symbol of byte 0.
@@ -84,7 +84,7 @@ def _megatron_state(info: ckpt.CheckpointInfo) -> dict[str, torch.Tensor]:
     from .trainer import load_model
 
     parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
-    model, _ = load_model(info.directory, seq_length=int(info.manifest["data"]["seq_length"]))
+    model, _ = load_model(info.directory, seq_length=ckpt.seq_length_of(info))
     return {k: v.detach().cpu() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
 
 
@@ -125,30 +125,6 @@ def convert_state(state: dict[str, torch.Tensor], shape: dict) -> dict[str, torc
             q + "mlp.down_proj.weight": take(m + "mlp.linear_fc2.weight"),
         })
     return out
-
-
-def checkpoint_tokenizer(info: ckpt.CheckpointInfo) -> dict:
-    """The tokenizer entry of the mixture the checkpoint was trained on ({kind, vocab_size, eod_id, ...},
-    with `model_file` resolved to an absolute path when the tokenizer has one)."""
-    from manifests.catalog import Catalog
-    from manifests.mixture import MixtureManifest
-
-    data = info.manifest.get("config", {}).get("data", {})
-    ref, root = data.get("mixture"), data.get("root")
-    if not ref:
-        raise ConfigError(f"{info.directory}: trained on a hand-made blend; its tokenizer is unknown")
-    try:
-        if ref.endswith(".json"):
-            mixture = MixtureManifest.read(ref, root=root)
-        else:
-            version = Catalog(root).resolve(ref)
-            mixture = MixtureManifest.open(root, f"{version.name}@{version.version_id}")
-    except (ManifestError, ConfigError, OSError) as exc:
-        raise ConfigError(f"{info.directory}: cannot open its mixture {ref!r} under {root!r} to find the "
-                          f"tokenizer ({exc})") from None
-    tok = dict(mixture.tokenizer)
-    tok["model_file"] = mixture.tokenizer_model_path(root) if tok.get("kind") != "bytes" else None
-    return tok
 
 
 def byte_tokenizer_json(*, eod_id: int = 0) -> tuple[dict, str]:
@@ -205,26 +181,56 @@ def write_tokenizer(tok: dict, out: Path) -> int | None:
 
 def export_hf(checkpoint: str | Path, out: str | Path, *, max_position_embeddings: int | None = None,
               tokenizer: bool = True) -> Path:
-    """Write config.json, model.safetensors, tokenizer files and export.json (provenance) into `out`."""
-    from safetensors.torch import save_file
+    """Write config.json, model.safetensors, tokenizer files and export.json (provenance) into `out`.
 
+    The folder is written under a temporary name and renamed into place. `out` must be new or empty, or
+    hold an earlier export of the same weights (then it is replaced whole): exporting into another folder's
+    files would mix two models' files without a word."""
     info = ckpt.open_checkpoint(checkpoint)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tok = checkpoint_tokenizer(info) if tokenizer else {}
+    wid = ckpt.weights_id(info)
+    _check_target(out, wid)
+    partial = out.parent / f".{out.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        _write_export(info, partial, wid, max_position_embeddings=max_position_embeddings, tokenizer=tokenizer)
+        ckpt.commit_dir(partial, out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return out
+
+
+def _check_target(out: Path, wid: str) -> None:
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not out.is_dir():
+        raise ConfigError(f"export-hf: {out} is a file; give a folder")
+    try:
+        previous = json.loads((out / "export.json").read_text()).get("weights_id")
+    except (OSError, ValueError):
+        previous = None
+    if previous != wid:
+        what = "an export of other weights" if previous else "files that are not an export"
+        raise ConfigError(f"export-hf: {out} is not empty (it holds {what}); give a new or empty folder")
+
+
+def _write_export(info, out: Path, wid: str, *, max_position_embeddings, tokenizer: bool) -> None:
+    from safetensors.torch import save_file
+
+    tok = ckpt.checkpoint_tokenizer(info) if tokenizer else {}
     eod_id = write_tokenizer(tok, out) if tokenizer else info.manifest["data"].get("eod_id")
     weights = convert_state(_megatron_state(info), _shape(info))
     # tied embeddings: transformers re-ties lm_head to embed_tokens on load, so only one copy is stored
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    max_pos = max_position_embeddings or max(int(info.manifest["data"]["seq_length"]), 4096)
+    max_pos = max_position_embeddings or max(int(ckpt.seq_length_of(info)), 4096)
     (out / "config.json").write_text(json.dumps(
         qwen3_config(info, eos_token_id=eod_id, max_position_embeddings=max_pos), indent=2))
     (out / "generation_config.json").write_text(json.dumps(
         {"eos_token_id": eod_id, "pad_token_id": eod_id, "do_sample": False}, indent=2))
     (out / "export.json").write_text(json.dumps({
-        "checkpoint": str(info.directory.resolve()), "run": info.manifest.get("run"),
+        "checkpoint": str(info.directory.resolve()), "weights_id": wid, "run": info.manifest.get("run"),
         "stage": info.manifest.get("stage"), "step": info.manifest.get("step"),
         "data": info.manifest["data"].get("source_id"), "tokenizer": {k: v for k, v in tok.items()
                                                                        if k != "model_file"},
         "architecture": "Qwen3ForCausalLM"}, indent=2))
-    return out

@@ -313,7 +313,7 @@ def _train_member(cfg: ITeCConfig, k: int, step: RefreshStep, data_path: Path, c
 
 
 def run_itec(cfg: ITeCConfig, *, log=print, scorer=None) -> ITeCResult:
-    from corpus.executors.base import code_revision
+    from manifests.manifest import code_revision
     from manifests.catalog import Catalog
 
     from .checkpoint import open_checkpoint

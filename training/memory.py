@@ -23,28 +23,14 @@ K and V; that variant is an estimate here (no GPU to measure it on).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
+from manifests.config import require_number
 from manifests.errors import ConfigError
 
 from .model.shapes import ModelShape
 
 GiB = 1024 ** 3
-_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "tb": 1000 ** 4,
-          "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4}
-
-
-def parse_bytes(text: str | int | float) -> int:
-    """'80GiB', '80GB', '1.5 TiB', 1024 -> bytes."""
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ConfigError(f"cannot read {text!r} as a size; write e.g. 80GiB, 80GB or 85899345920")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
 def _size(n: int) -> str:
     return f"{n / GiB:.2f} GiB" if n >= GiB // 10 else f"{n / 1024 ** 2:.2f} MiB"
 
@@ -167,6 +153,10 @@ def plan_memory(shape: ModelShape, *, gpus: int, gpu_bytes: int, seq_length: int
                 tensor_parallel: int = 1, precision: str = "fp32", distributed_optimizer: bool = False,
                 recompute: str = "none", kernels: str = "local", teacher: ModelShape | None = None,
                 reserve_bytes: int = 6 * GiB) -> MemoryPlan:
+    require_number(gpus, "--gpus", ge=1, integer=True)
+    require_number(gpu_bytes, "--gpu-mem", gt=0)
+    require_number(seq_length, "seq_length", ge=1, integer=True)
+    require_number(micro_batch, "micro_batch", ge=1, integer=True)
     if gpus % tensor_parallel:
         raise ConfigError(f"{gpus} GPUs are not divisible by tensor_parallel={tensor_parallel}")
     dp = gpus // tensor_parallel
@@ -200,6 +190,23 @@ def plan_memory(shape: ModelShape, *, gpus: int, gpu_bytes: int, seq_length: int
                       largest_micro_batch=largest)
 
 
+def check_layout(cfg, *, gpus: int, micro_batch: int | None = None) -> None:
+    """What the trainer would refuse on `gpus` GPUs, refused by the plan too: a count that is not a whole
+    number of tensor-parallel groups, or a global batch that does not split into micro-batches per rank."""
+    require_number(gpus, "--gpus", ge=1, integer=True)
+    tp = cfg.parallel.tensor_parallel
+    if gpus % tp:
+        raise ConfigError(f"--gpus {gpus} is not a multiple of parallel.tensor_parallel {tp} in {cfg.name}")
+    if micro_batch is not None:  # a what-if on the micro-batch: its memory is the question, not the batch split
+        require_number(micro_batch, "--micro-batch", ge=1, integer=True)
+        return
+    mb, dp = cfg.micro_batch, gpus // tp
+    if cfg.global_batch % (mb * dp):
+        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} is not a multiple of micro_batch {mb} x "
+                          f"data-parallel size {dp} (= {gpus} GPUs / tensor_parallel {tp}); the trainer would "
+                          "refuse this run")
+
+
 def plan_for_config(cfg, *, gpus: int, gpu_bytes: int, seq_length: int | None = None,
                     micro_batch: int | None = None) -> MemoryPlan:
     """The plan of run config `cfg` (a TrainConfig); the sequence length comes from the config, else from its
@@ -207,10 +214,11 @@ def plan_for_config(cfg, *, gpus: int, gpu_bytes: int, seq_length: int | None = 
     `distill.teacher_shape`."""
     from .model.shapes import get_shape
 
+    check_layout(cfg, gpus=gpus, micro_batch=micro_batch)
     seq = seq_length or cfg.seq_length
     if seq is None:
         try:
-            from .trainer import plan_run
+            from .plan import plan_run
 
             seq = plan_run(cfg).seq_length
         except Exception as exc:  # noqa: BLE001 - any reason the mixture cannot be read

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SCORES_FILE = "scores.json"
+from corpus.mix.ablate import open_mixture, write_scores
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,20 +74,12 @@ def run_proxy(mixture: str, *, out_dir: str | Path, seed: int, root: str | None 
         "mixture": blend.id, "seed": seed, "steps": steps, "tokens": steps * cfg.global_batch * seq,
         "seq_length": seq, "train_loss_last": result.losses[-1], "skipped_steps": result.skipped_steps,
         "seconds": result.seconds, "config": asdict(cfg)}, indent=2))
-    tmp = out_dir / (SCORES_FILE + ".tmp")
-    tmp.write_text(json.dumps(scores, indent=2))
-    os.replace(tmp, out_dir / SCORES_FILE)  # written last: its presence means the run finished
+    write_scores(str(out_dir), scores)  # written last: its presence means the run finished
     return scores
 
 
 def _component_names(mixture: str, root: str | None, n: int) -> list[str]:
-    from manifests.mixture import MixtureManifest
-
-    if mixture.endswith(".json") or os.path.isfile(mixture):
-        m = MixtureManifest.read(mixture, root=root)
-    else:
-        m = MixtureManifest.open(root, mixture)
-    names = [c.name for c in m.components]
+    names = [c.name for c in open_mixture(mixture, root).components]
     assert len(names) == n, (names, n)
     return names
 

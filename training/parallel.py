@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from manifests.config import parse_size
 from manifests.errors import ConfigError
 
 from . import cpu_shim
@@ -51,9 +52,7 @@ class ParallelConfig:
         if self.recompute not in ("none", "selective", "full"):
             raise ConfigError(f"parallel.recompute must be 'none', 'selective' or 'full'; got {self.recompute!r}")
         if self.gpu_memory is not None:
-            from .memory import parse_bytes
-
-            parse_bytes(self.gpu_memory)
+            parse_size(self.gpu_memory, key="parallel.gpu_memory", where="the run config")
         if self.kernels not in ("local", "transformer_engine"):
             raise ConfigError(f"parallel.kernels must be 'local' or 'transformer_engine'; got {self.kernels!r}")
 

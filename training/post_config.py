@@ -11,10 +11,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from manifests.config import require_number
 from manifests.errors import ConfigError
 
 from .chat import TemplateConfig
-from .config import _build, read_yaml  # one key check and one YAML reader for every training config
+from .config import _build, check_run_numbers, read_yaml  # one key check, one YAML reader, one numbers check
 from .model.shapes import ModelShape, get_shape
 from .optim.builder import OptimConfig
 from .parallel import ParallelConfig
@@ -37,8 +38,10 @@ class SourceConfig:
         if (self.path is None) == (self.dataset is None):
             raise ConfigError(f"data source {self.path or self.dataset}: give exactly one of `path` (a file) or "
                               "`dataset` (a catalog dataset version)")
-        if self.weight <= 0:
-            raise ConfigError(f"data source {self.path or self.dataset}: weight must be > 0; got {self.weight}")
+        require_number(self.weight, "weight", where=f"data source {self.path or self.dataset}", gt=0)
+        if self.max_records is not None:
+            require_number(self.max_records, "max_records", where=f"data source {self.path or self.dataset}", ge=1,
+                           integer=True)
 
     @property
     def label(self) -> str:
@@ -71,8 +74,7 @@ class DPOConfig:
     def __post_init__(self):
         if self.loss not in ("dpo", "ipo"):
             raise ConfigError(f"dpo.loss must be 'dpo' or 'ipo'; got {self.loss!r}")
-        if self.beta <= 0:
-            raise ConfigError(f"dpo.beta must be > 0; got {self.beta}")
+        require_number(self.beta, "dpo.beta", gt=0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,8 +135,9 @@ class PostTrainConfig:
         if self.micro_batch <= 0 or self.global_batch % self.micro_batch:
             raise ConfigError(f"{self.name}: global_batch ({self.global_batch}) must be a multiple of "
                               f"micro_batch ({self.micro_batch})")
-        if self.steps <= 0 or self.seq_length < 2:
-            raise ConfigError(f"{self.name}: steps must be > 0 and seq_length >= 2")
+        check_run_numbers(self)
+        require_number(self.seq_length, "seq_length", where=self.name, ge=2)
+        require_number(self.valid_max, "valid_max", where=self.name, ge=1, integer=True)
         if self.adapter_init and (self.method != "sft" or self.init_from):
             raise ConfigError(f"{self.name}: adapter_init is for sft only, and replaces init_from (the base is the "
                               f"one the adapter names); got method {self.method}, init_from {self.init_from}")

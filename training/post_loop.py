@@ -1,18 +1,18 @@
 """What SFT, the reward model and DPO share: reading record files, the data id, the model forward with an
-explicit mask, and the optimizer loop with checkpoints that resume exactly.
+explicit mask, and the run around training/loop.py's step loop (the one pretraining uses too).
 
 Step k of a run always reads items [k·global_batch, (k+1)·global_batch) (mod the epoch) of a fixed,
 seeded order, so a resumed run sees exactly the data of an uninterrupted one; the optimizer, schedule,
-skip-and-clip and checkpoint format are the pretraining trainer's.
+skip-and-clip, run directory and checkpoint format are the pretraining trainer's. What stays here and not
+in the trainer: items are records (conversations, pairs) indexed modulo the epoch, and the loss and held-out
+figures come from the recipe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import json
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,11 +20,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from manifests.errors import ConfigError, ManifestError, RecordError
+from manifests.errors import ConfigError, RecordError
 
 from . import checkpoint as ckpt
-from . import parallel
-from .optim import build_optimizer
+from . import loop, parallel
+from .loop import check_batch
+from .run_dir import identity as run_identity
+from .run_dir import open_run
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -111,11 +113,22 @@ def build_gpt(cfg, *, init_from: str | None = None):
                         bf16=parallel.device().type == "cuda" and cfg.parallel.precision == "bf16",
                         deterministic=cfg.parallel.deterministic)
     if init_from:
+        from .trainer import check_init_tokenizer
+
         info = ckpt.open_checkpoint(init_from)
         if info.manifest.get("model_shape", {}).get("hidden_size") not in (None, cfg.model.hidden_size):
             raise ConfigError(f"init_from {init_from}: its model shape differs from the config's {cfg.model.name}")
+        check_init_tokenizer(cfg.name, info, tokenizer_of(cfg)[0])
         ckpt.load_weights(info, model)
     return model
+
+
+def tokenizer_of(cfg) -> tuple[dict, str | None]:
+    """(entry, model file or None) of a post-training config's tokenizer, as checkpoints record it."""
+    from .chat import load_tokenizer
+
+    return ckpt.tokenizer_entry(load_tokenizer(cfg.tokenizer).describe()), \
+        None if cfg.tokenizer == "bytes" else cfg.tokenizer
 
 
 @dataclass
@@ -131,101 +144,68 @@ class LoopResult:
     adapter: Path | None = None  # SFT with adapter_init: the task adapter's directory
 
 
+def open_post_run(cfg, *, data: str, resume: str | None):
+    """The run directory of a post-training run (locked, identity checked: training/run_dir.py)."""
+    init = ckpt.open_checkpoint(cfg.init_from) if cfg.init_from else None
+    ident = run_identity(cfg.to_dict(), data=data, tokenizer=tokenizer_of(cfg)[0],
+                         init_weights=ckpt.weights_id(init) if init else None,
+                         drop=("data", "init_from", "tokenizer"))
+    return open_run(cfg.out_dir, ident, resume=resume, name=cfg.name)
+
+
 def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], dict],
              loss_fn: Callable, evaluate: Callable[[], dict], data: str, resume: str | None = None,
-             stop_after: int | None = None, log=print, extra_manifest: dict | None = None) -> LoopResult:
+             stop_after: int | None = None, log=print, extra_manifest: dict | None = None,
+             directory=None) -> LoopResult:
     """`micro_batch_at(indices)` -> batch; `loss_fn(model, batch)` -> (loss, {name: float});
-    `evaluate()` -> held-out figures (logged and written to the manifest)."""
+    `evaluate()` -> held-out figures (logged and written to the manifest). The steps are training/loop.py's,
+    as for pretraining; item indices wrap around the epoch (`n_items`). `directory`: the run directory when
+    the recipe opened it before its own work (open_post_run), else it is opened here."""
     from .post_plan import check_post_memory
-    from .trainer import TrainResult, _dp_mean, optimizer_step
 
-    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
-    if cfg.global_batch % (cfg.micro_batch * dp_size):
-        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
-                          f"{cfg.micro_batch} x data-parallel size {dp_size}")
+    check_batch(cfg, parallel.data_parallel_rank_and_size()[1])
+    if n_items < 1:
+        raise ConfigError(f"{cfg.name}: no training items after reading and splitting the data; nothing to train on")
     check_post_memory(cfg, log=log)
     parallel.seed_everything(cfg.seed)
-    dev = parallel.device()
-    # as the pretraining trainer: megatron's bf16 / DDP / distributed optimizer on GPU (training/gpu_optim.py),
-    # else the model itself (torch DDP over the data-parallel group when there is more than one rank)
-    megatron_path = dev.type == "cuda" and (cfg.parallel.precision == "bf16" or cfg.parallel.distributed_optimizer)
-    if megatron_path:
-        from .gpu_optim import wrap_for_gpu
+    owned = directory is None  # opened here, so released here; else the caller releases it
+    directory = directory or open_post_run(cfg, data=data, resume=resume)
+    try:
+        run = loop.start(cfg, model, directory, log=log,
+                         find_unused=bool(getattr(model, "grading", None)))  # a batch may carry no grade
+        return _run(cfg, run, n_items=n_items, micro_batch_at=micro_batch_at, loss_fn=loss_fn, evaluate=evaluate,
+                    data=data, stop_after=stop_after, log=log, extra=extra_manifest)
+    finally:
+        if owned:
+            directory.close()
 
-        train_model, optimizer = wrap_for_gpu(model, cfg)
-    else:
-        train_model, optimizer = model, build_optimizer(model, cfg.optim)
-    schedule = cfg.optim.schedule(cfg.steps)
-    run_dir = Path(cfg.out_dir)
-    result = LoopResult(run_dir=run_dir)
-    start = 0
-    info = ckpt.latest(run_dir) if resume == "auto" else (ckpt.open_checkpoint(resume) if resume else None)
-    if info is not None:
-        if info.manifest["data"]["source_id"] != data or info.manifest["steps_total"] != cfg.steps:
-            raise ManifestError(f"{info.directory}: saved from other data or another step count "
-                                f"({info.manifest['data']['source_id']}, {info.manifest['steps_total']} steps); "
-                                f"this run has {data}, {cfg.steps} steps")
-        ckpt.load_weights(info, model)
-        ckpt.load_training_state(info, optimizer)
-        start = info.step
-        result.skipped_steps = int(info.manifest.get("skipped_steps", 0))
-        log(f"[{cfg.name}] resumed from {info.directory} at step {start}")
-    if dp_size > 1 and not megatron_path:
-        from megatron.core import parallel_state
 
-        train_model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev.index] if dev.type == "cuda" else None,
-            process_group=parallel_state.get_data_parallel_group(),
-            find_unused_parameters=bool(getattr(model, "grading", None)))  # a batch may carry no grade
-    # a micro-batch of `micro_batch` items per rank; step k's global batch is items
-    # [k·G, (k+1)·G) and rank r takes the r-th slice of each micro_batch·dp block, so with any dp the
-    # micro-batches (and hence the mean of their losses, the gradient) are those of one rank
-    n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
+def _run(cfg, run, *, n_items, micro_batch_at, loss_fn, evaluate, data, stop_after, log, extra) -> LoopResult:
+    result = LoopResult(run_dir=Path(cfg.out_dir))
     end = min(cfg.steps, stop_after) if stop_after else cfg.steps
-    tracker = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=cfg.steps, skipped_steps=result.skipped_steps)
-    t0 = time.perf_counter()
-    model.train()
-    for step in range(start, end):
-        lr = schedule.apply(optimizer, step - tracker.skipped_steps)
-        optimizer.zero_grad(set_to_none=True)
-        loss_sum, sums = 0.0, {}
-        for micro in range(n_micro):
-            first = step * cfg.global_batch + (micro * dp_size + dp_rank) * cfg.micro_batch
-            batch = micro_batch_at([(first + j) % n_items for j in range(cfg.micro_batch)])
-            sync = contextlib.nullcontext() if (dp_size == 1 or megatron_path or micro == n_micro - 1) \
-                else train_model.no_sync()
-            with sync:
-                loss, figures = loss_fn(train_model, batch)
-                (loss / n_micro).backward()
-            loss_sum += float(loss.detach()) / n_micro
-            for k, v in figures.items():
-                sums[k] = sums.get(k, 0.0) + v / n_micro
-        if not optimizer_step(model, optimizer, cfg.optim, tracker):
-            log(f"[{cfg.name}] step {step + 1}: gradient norm >= drop_norm; step skipped")
-        if dp_size > 1:  # the global batch's figures, not this rank's share
-            names = sorted(sums)
-            loss_sum, *rest = _dp_mean([loss_sum] + [sums[k] for k in names], dev)
-            sums = dict(zip(names, rest))
-        result.losses.append(loss_sum)
-        result.metrics.append(sums)
-        done = step + 1
+
+    def after_step(done: int, steps: loop.Steps, lr: float) -> None:
         if cfg.log_every and (done % cfg.log_every == 0 or done == end):
-            extra = " ".join(f"{k} {v:.3f}" for k, v in sums.items())
-            log(f"[{cfg.name}] step {done}/{cfg.steps} loss {loss_sum:.4f} lr x{lr:.3f} {extra}")
+            figures = " ".join(f"{k} {v:.3f}" for k, v in steps.figures[-1].items())
+            log(f"[{cfg.name}] step {done}/{cfg.steps} loss {steps.losses[-1]:.4f} lr x{lr:.3f} {figures}")
         if cfg.save_every and done % cfg.save_every == 0 and done != end:
-            _save(cfg, model, optimizer, done, result, tracker, data, extra_manifest)
-    result.skipped_steps = tracker.skipped_steps
-    result.grad_norms = list(tracker.grad_norms)
-    result.seconds = time.perf_counter() - t0
+            _save(cfg, run, done, result, steps, data, extra)
+
+    steps = loop.run_steps(run, end=end, schedule=cfg.optim.schedule(cfg.steps), loss_fn=loss_fn, log=log,
+                           batch_at=lambda first, size: micro_batch_at([(first + j) % n_items for j in range(size)]),
+                           after_step=after_step)
+    result.losses, result.metrics, result.grad_norms = steps.losses, steps.figures, list(steps.grad_norms)
+    result.skipped_steps, result.seconds = steps.skipped_steps, steps.seconds
     figures = evaluate()
     result.evals.append((end, figures))
     log(f"[{cfg.name}] held-out after {end} steps: " + " ".join(
         f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items()))
-    result.checkpoint = _save(cfg, model, optimizer, end, result, tracker, data, extra_manifest)
+    loop.check_finite(run, held_out=figures.get("loss"))
+    result.checkpoint = _save(cfg, run, end, result, steps, data, extra)
     return result
 
 
-def _save(cfg, model, optimizer, step, result, tracker, data, extra) -> Path:
+def _save(cfg, run, step, result, steps, data, extra) -> Path:
     manifest = {
         "run": cfg.name, "stage": f"post-{cfg.method}", "method": cfg.method, "step": step,
         "steps_total": cfg.steps,
@@ -233,7 +213,7 @@ def _save(cfg, model, optimizer, step, result, tracker, data, extra) -> Path:
         "data_position": {"items_consumed": step * cfg.global_batch, "global_batch": cfg.global_batch},
         "seed": cfg.seed, "model_shape": asdict(cfg.model), "rotary_base": cfg.rotary_base,
         "kernels": cfg.parallel.kernels, "init_from": cfg.init_from, "config": cfg.to_dict(),
-        "eval": [[s, f] for s, f in result.evals], "last_loss": result.losses[-1] if result.losses else None,
-        "skipped_steps": tracker.skipped_steps, **(extra or {}),
+        "eval": [[s, f] for s, f in result.evals], "last_loss": steps.losses[-1] if steps.losses else None,
+        "skipped_steps": steps.skipped_steps, **(extra or {}),
     }
-    return ckpt.save(Path(cfg.out_dir) / f"step-{step:07d}", model=model, optimizer=optimizer, manifest=manifest)
+    return loop.save(run, step, manifest, tokenizer=tokenizer_of(cfg))

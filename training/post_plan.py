@@ -93,6 +93,12 @@ class PostPlan:
 
 def plan_post(cfg, *, gpus: int, gpu_bytes: int, micro_batch: int | None = None, mfu: float = 0.4) -> PostPlan:
     """The plan of a PostTrainConfig on `gpus` GPUs of `gpu_bytes` each."""
+    from manifests.config import require_number
+
+    from .memory import check_layout
+
+    check_layout(cfg, gpus=gpus, micro_batch=micro_batch)
+    require_number(mfu, "--mfu", gt=0, le=1)
     rows = ROWS_PER_ITEM[cfg.method]
     items = micro_batch or cfg.micro_batch
     p, shape, seq = cfg.parallel, cfg.model, cfg.seq_length
@@ -142,9 +148,9 @@ def check_post_memory(cfg, log=print) -> None:
 
     from manifests.errors import ConfigError
 
-    from .memory import parse_bytes
+    from manifests.config import parse_size
 
-    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    budget = parse_size(cfg.parallel.gpu_memory, key="parallel.gpu_memory", where=cfg.name) if cfg.parallel.gpu_memory else None
     if budget is None and torch.cuda.is_available():
         budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     if budget is None:

@@ -65,7 +65,18 @@ def level_of_strength(strength: float, thresholds) -> int:
 
 def record_pair(rec: dict, *, fmt: str, where: str, thresholds=(0.9, 0.6, 0.3), binary_level: int = 1,
                 source: str = "") -> Pair | None:
-    """A Pair, or None for a record that carries no preference (an alpaca_eval tie)."""
+    """A Pair, or None for a record that carries no preference (an alpaca_eval tie). A record without a field
+    its format needs (`rejected`, `chosen`, ...) or with one of the wrong type is a RecordError naming it."""
+    try:
+        return _record_pair(rec, fmt=fmt, where=where, thresholds=thresholds, binary_level=binary_level,
+                            source=source)
+    except KeyError as exc:
+        raise record_error(where, f"no {exc.args[0]!r} field (format {fmt})") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise record_error(where, f"a field has the wrong type for format {fmt} ({exc})") from None
+
+
+def _record_pair(rec: dict, *, fmt: str, where: str, thresholds, binary_level: int, source: str) -> Pair | None:
     from .chat import _sharegpt_turn
 
     fmt = detect_format(rec) if fmt == "auto" else fmt

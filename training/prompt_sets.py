@@ -12,7 +12,7 @@ Readers over files shipped in data/samples (and any file of the same format):
 - `code_prompts`: {text | prompt | question, test_list | tests, test_setup_code?} records (MBPP's layout) ->
   code prompts; reference = the tests (and setup code as the judge's trusted prelude).
 - `with_instructions`: chat prompts plus one verifiable instruction each (IFEval instruction ids, drawn with a
-  seed from INSTRUCTIONS) -> instruction prompts; the request text is ours, the checker is evals/model/ifeval.
+  seed from INSTRUCTIONS) -> instruction prompts; the request text is ours, the checker is synth/checkers/ifeval.py.
 """
 
 from __future__ import annotations
@@ -127,6 +127,8 @@ CODE_SUFFIX = "\nWrite the Python function in a ```python code block."
 
 
 def code_prompts(path: str | Path, *, limit: int | None = None) -> list[dict]:
+    from synth.checkers import reference_entry_points
+
     rows = []
     for i, rec in enumerate(read_records(path)[:limit]):
         text = rec.get("text") or rec.get("prompt") or rec.get("question")
@@ -137,6 +139,8 @@ def code_prompts(path: str | Path, *, limit: int | None = None) -> list[dict]:
         ref = {"tests": tests}
         if rec.get("test_setup_code"):
             ref["prelude"] = rec["test_setup_code"]
+        if isinstance(rec.get("code"), str):   # a reference solution names the task's entry points (issue 36)
+            ref["entry_points"] = reference_entry_points(rec["code"], tests, ref.get("prelude", ""))
         rows.append(_row(f"{Path(path).name.split('.')[0]}-{rec.get('task_id', i)}", "code",
                          [{"role": "user", "content": text + CODE_SUFFIX}], reference=ref))
     return rows

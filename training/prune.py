@@ -168,7 +168,14 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
           lr: float = 0.05, log=print) -> Path:
     """Learn masks on `cfg`'s mixture for the model at checkpoint `source`; write the pruned student's
     checkpoint (shape: source shape with ffn_hidden_size=target_ffn) to out_dir; returns its path."""
-    from .trainer import load_model, plan_run
+    from manifests.config import require_number
+
+    from .checkpoint import load_model
+
+    require_number(target_ffn, "--target-ffn", where="train prune", ge=1, integer=True)
+    require_number(steps, "--mask-steps", where="train prune", ge=1, integer=True)
+    require_number(lr, "--mask-lr", where="train prune", gt=0)
+    from .plan import plan_run
 
     if cfg.parallel.tensor_parallel != 1:  # e.g. the teacher's own config: masks are learned on a whole model
         log(f"[prune] {cfg.name}: tensor_parallel {cfg.parallel.tensor_parallel} -> 1; every rank is a "
@@ -203,7 +210,8 @@ def prune(cfg: TrainConfig, *, source: str | Path, target_ffn: int, steps: int, 
                         "target_ffn": target_ffn, "mask_steps": steps, "parameters": kept,
                         "seconds": round(time.perf_counter() - t0, 2)},
     }
-    path = ckpt.save(Path(out_dir), model=student, manifest=manifest)
+    tokenizer = (plan.blend.tokenizer, plan.blend.tokenizer_file) if plan.blend.tokenizer else None
+    path = ckpt.save(Path(out_dir), model=student, manifest=manifest, tokenizer=tokenizer)
     log(f"[prune] FFN {info.manifest['model_shape']['ffn_hidden_size']} -> {target_ffn}: {kept:,} parameters, "
         f"checkpoint {path}")
     return path

@@ -153,7 +153,7 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     start = evaluate()
     result = run_loop(cfg, model, n_items=len(train), micro_batch_at=lambda idx: batch_of([train[i] for i in idx]),
                       loss_fn=loss_fn, evaluate=evaluate, data=data, resume=resume, stop_after=stop_after,
-                      log=log, extra_manifest={"tokenizer": tokenizer.describe(), "reward_head": "last non-pad token",
+                      log=log, extra_manifest={"reward_head": "last non-pad token",
                                                "level_probs": list(rmc.level_probs), "data_counters": counters})
     result.evals.insert(0, (0, start))
     log(result.evals[-1][1]["report"])
@@ -169,6 +169,8 @@ def load_reward_model(checkpoint: str):
     raw = dict(info.manifest["config"])
     raw["model"] = {"shape": raw["model"].pop("name"), **raw["model"]}
     raw["init_from"] = None
+    entry = ckpt.checkpoint_tokenizer(info)  # the copy the checkpoint carries, not the path the config named
+    raw["tokenizer"] = "bytes" if entry["kind"] == "bytes" else entry["model_file"]
     cfg = from_dict(raw, where=str(info.directory))
     parallel.setup(cfg.parallel, seed=cfg.seed)
     model = RewardModel(build_gpt(cfg), hidden=cfg.model.hidden_size, grading_heads=cfg.rm.grading_heads,

@@ -28,14 +28,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from manifests.errors import ConfigError, ManifestError, RecordError
+from manifests.errors import ConfigError, RecordError
 
 from . import checkpoint as ckpt
 from . import parallel
 from .chat import load_tokenizer
 from .losses import cross_entropies
 from .mdloo import exact_token_kl, leave_one_out_advantage, mirror_descent_loss, penalised_rewards
-from .post_loop import build_gpt, data_id, read_records, split_and_weight
+from .post_loop import build_gpt, data_id, read_records, split_and_weight, tokenizer_of
+from .run_dir import identity as run_identity
+from .run_dir import open_run
 from .rl_tasks import answer_reward, record_prompt
 
 FULL_LOGITS_LIMIT = 50_000_000  # send/keep [N, L, V] log-softmaxes only below this many elements
@@ -303,128 +305,132 @@ def train_mdloo(run, *, resume: str | None = None, stop_after: int | None = None
     train, valid = load_prompts(run, tokenizer)
     valid = valid[: m.eval_prompts]
     ident = run_id(run)
-    reference_path = m.reference or post.init_from
-    model = build_gpt(post, init_from=post.init_from)
-    reference = build_gpt(post, init_from=reference_path)
-    reference.eval()
-    for p in reference.parameters():
-        p.requires_grad_(False)
-    optimizer = build_optimizer(model, post.optim)
-    schedule = post.optim.schedule(post.steps * m.inner_steps)
-    run_dir = Path(post.out_dir)
-    result = MDLOOResult(run_dir=run_dir)
-    store = WeightStore(keep=m.max_staleness + 2)
-    start = 0
-    info = ckpt.latest(run_dir) if resume == "auto" else (ckpt.open_checkpoint(resume) if resume else None)
-    if info is not None:
-        if info.manifest.get("run_id") != ident or info.manifest.get("steps_total") != post.steps:
-            raise ManifestError(f"{info.directory}: saved by another MDLOO run ({info.manifest.get('run_id')}, "
-                                f"{info.manifest.get('steps_total')} iterations); this run is {ident}, {post.steps}")
-        ckpt.load_weights(info, model)
-        ckpt.load_training_state(info, optimizer)
-        start = info.step
-        result.history = list(info.manifest["history"])
-        result.held_out = [tuple(x) for x in info.manifest["held_out"]]
-        for v in info.manifest["policy_versions"]:
-            store.publish(v, torch.load(info.directory / f"policy-v{v:07d}.pt", weights_only=True))
-        log(f"[{run.name}] resumed from {info.directory} at iteration {start}")
-    else:
-        result.held_out.append((0, held_out_accuracy(generate_fn, model, valid, run, tokenizer)))
-        log(f"[{run.name}] {len(train)} training and {len(valid)} held-out prompts; held-out greedy accuracy "
-            f"{result.held_out[0][1]['accuracy']:.3f}")
-    store.publish(start, model.state_dict())
-    end = min(post.steps, stop_after) if stop_after else post.steps
-    asynchronous = m.max_staleness > 0
-    sampler = model
-    if asynchronous:  # the producer's own copy of the policy (a vLLM engine's role on GPU)
-        sampler = build_gpt(post)
-        ckpt.load_state_dict_(sampler, model.state_dict())
-    producer = Producer(run, reference, tokenizer, train, generate_fn, sampler_model=sampler)
-    q: queue.Queue = queue.Queue(maxsize=max(1, m.max_staleness))
-    stop = threading.Event()
-
-    def version_for(b: int) -> int:
-        return max(0, b - m.max_staleness)
-
-    def produce_all():
-        try:
-            for b in range(start, end):
-                weights = store.wait(version_for(b))
-                if weights is None or stop.is_set():
-                    return
-                item = producer.produce(b, version_for(b), weights)
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as exc:  # handed to the learner, which re-raises it
-            try:
-                q.put(exc, timeout=5)
-            except queue.Full:  # the learner has stopped already
-                pass
-
-    thread = threading.Thread(target=produce_all, name="mdloo-producer", daemon=True) if asynchronous else None
-    t0 = time.perf_counter()
-    model.train()
+    post_cfg = run.to_dict()
+    init = ckpt.open_checkpoint(post.init_from) if post.init_from else None
+    full_identity = run_identity(post_cfg, data=data_id(post), tokenizer=tokenizer_of(post)[0],
+                                 init_weights=ckpt.weights_id(init) if init else None,
+                                 drop=("data", "init_from", "tokenizer", "mdloo.plot"))
+    directory = open_run(post.out_dir, full_identity, resume=resume, name=run.name)
     try:
-        if thread is not None:
-            thread.start()
-        for k in range(start, end):
+        reference_path = m.reference or post.init_from
+        model = build_gpt(post, init_from=post.init_from)
+        reference = build_gpt(post, init_from=reference_path)
+        reference.eval()
+        for p in reference.parameters():
+            p.requires_grad_(False)
+        optimizer = build_optimizer(model, post.optim)
+        schedule = post.optim.schedule(post.steps * m.inner_steps)
+        run_dir = Path(post.out_dir)
+        result = MDLOOResult(run_dir=run_dir)
+        store = WeightStore(keep=m.max_staleness + 2)
+        start = 0
+        info = directory.resume_from  # of this run only (run_dir.open_run checked its identity)
+        if info is not None:
+            ckpt.load_weights(info, model)
+            ckpt.load_training_state(info, optimizer)
+            start = info.step
+            result.history = list(info.manifest["history"])
+            result.held_out = [tuple(x) for x in info.manifest["held_out"]]
+            for v in info.manifest["policy_versions"]:
+                store.publish(v, ckpt.load_file(info, f"policy-v{v:07d}.pt"))
+            log(f"[{run.name}] resumed from {info.directory} at iteration {start}")
+        else:
+            result.held_out.append((0, held_out_accuracy(generate_fn, model, valid, run, tokenizer)))
+            log(f"[{run.name}] {len(train)} training and {len(valid)} held-out prompts; held-out greedy accuracy "
+                f"{result.held_out[0][1]['accuracy']:.3f}")
+        store.publish(start, model.state_dict())
+        end = min(post.steps, stop_after) if stop_after else post.steps
+        asynchronous = m.max_staleness > 0
+        sampler = model
+        if asynchronous:  # the producer's own copy of the policy (a vLLM engine's role on GPU)
+            sampler = build_gpt(post)
+            ckpt.load_state_dict_(sampler, model.state_dict())
+        producer = Producer(run, reference, tokenizer, train, generate_fn, sampler_model=sampler)
+        q: queue.Queue = queue.Queue(maxsize=max(1, m.max_staleness))
+        stop = threading.Event()
+
+        def version_for(b: int) -> int:
+            return max(0, b - m.max_staleness)
+
+        def produce_all():
+            try:
+                for b in range(start, end):
+                    weights = store.wait(version_for(b))
+                    if weights is None or stop.is_set():
+                        return
+                    item = producer.produce(b, version_for(b), weights)
+                    while not stop.is_set():
+                        try:
+                            q.put(item, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+            except BaseException as exc:  # handed to the learner, which re-raises it
+                try:
+                    q.put(exc, timeout=5)
+                except queue.Full:  # the learner has stopped already
+                    pass
+
+        thread = threading.Thread(target=produce_all, name="mdloo-producer", daemon=True) if asynchronous else None
+        t0 = time.perf_counter()
+        model.train()
+        try:
             if thread is not None:
-                batch = q.get()
-                if isinstance(batch, BaseException):
-                    raise batch
-            else:
-                batch = producer.produce(k, k, None)
-            if batch.iteration != k or k - batch.version > m.max_staleness:
-                raise RuntimeError(f"producer handed iteration {batch.iteration} (version {batch.version}) "
-                                   f"to learner iteration {k}")
-            t1 = time.perf_counter()
-            row = update(run, model, optimizer, schedule, batch, step0=k * m.inner_steps, log=log)
-            row["update_seconds"] = time.perf_counter() - t1
-            result.history.append(row)
-            store.publish(k + 1, model.state_dict())
-            if post.log_every and ((k + 1) % post.log_every == 0 or k + 1 == end):
-                extra = f" exact KL/token {row['kl_ref_exact_per_token']:.4f}" if "kl_ref_exact_per_token" in row else ""
-                log(f"[{run.name}] iteration {k + 1}/{post.steps} reward {row['reward']:.3f} KL(ref) "
-                    f"{row['kl_ref']:.4f}{extra} trust KL {row['trust_kl_last']:.4f} staleness {row['staleness']}")
-            if post.save_every and (k + 1) % post.save_every == 0 and k + 1 != end:
-                _save(run, ident, model, optimizer, k + 1, result, store)
+                thread.start()
+            for k in range(start, end):
+                if thread is not None:
+                    batch = q.get()
+                    if isinstance(batch, BaseException):
+                        raise batch
+                else:
+                    batch = producer.produce(k, k, None)
+                if batch.iteration != k or k - batch.version > m.max_staleness:
+                    raise RuntimeError(f"producer handed iteration {batch.iteration} (version {batch.version}) "
+                                       f"to learner iteration {k}")
+                t1 = time.perf_counter()
+                row = update(run, model, optimizer, schedule, batch, step0=k * m.inner_steps, log=log)
+                row["update_seconds"] = time.perf_counter() - t1
+                result.history.append(row)
+                store.publish(k + 1, model.state_dict())
+                if post.log_every and ((k + 1) % post.log_every == 0 or k + 1 == end):
+                    extra = f" exact KL/token {row['kl_ref_exact_per_token']:.4f}" if "kl_ref_exact_per_token" in row else ""
+                    log(f"[{run.name}] iteration {k + 1}/{post.steps} reward {row['reward']:.3f} KL(ref) "
+                        f"{row['kl_ref']:.4f}{extra} trust KL {row['trust_kl_last']:.4f} staleness {row['staleness']}")
+                if post.save_every and (k + 1) % post.save_every == 0 and k + 1 != end:
+                    _save(run, ident, directory, model, optimizer, k + 1, result, store)
+        finally:
+            stop.set()
+            store.close()
+            if thread is not None:
+                thread.join(timeout=60)
+        result.seconds = time.perf_counter() - t0
+        result.held_out.append((end, held_out_accuracy(generate_fn, model, valid, run, tokenizer)))
+        log(f"[{run.name}] held-out greedy accuracy {result.held_out[0][1]['accuracy']:.3f} -> "
+            f"{result.held_out[-1][1]['accuracy']:.3f} after {end} iterations ({result.seconds:.1f} s)")
+        result.checkpoint = _save(run, ident, directory, model, optimizer, end, result, store)
+        result.plot = plot_curve(result.history, Path(m.plot) if m.plot else run_dir / "reward-curve.png",
+                                 title=run.name)
+        return result
     finally:
-        stop.set()
-        store.close()
-        if thread is not None:
-            thread.join(timeout=60)
-    result.seconds = time.perf_counter() - t0
-    result.held_out.append((end, held_out_accuracy(generate_fn, model, valid, run, tokenizer)))
-    log(f"[{run.name}] held-out greedy accuracy {result.held_out[0][1]['accuracy']:.3f} -> "
-        f"{result.held_out[-1][1]['accuracy']:.3f} after {end} iterations ({result.seconds:.1f} s)")
-    result.checkpoint = _save(run, ident, model, optimizer, end, result, store)
-    result.plot = plot_curve(result.history, Path(m.plot) if m.plot else run_dir / "reward-curve.png",
-                             title=run.name)
-    return result
+        directory.close()
 
 
-def _save(run, ident, model, optimizer, iteration: int, result: MDLOOResult, store: WeightStore) -> Path:
+def _save(run, ident, run_dir, model, optimizer, iteration: int, result: MDLOOResult, store: WeightStore) -> Path:
     """Weights + optimizer + the policy versions the producer of later iterations still samples with."""
     m = run.mdloo
     need = sorted({max(0, b - m.max_staleness) for b in range(iteration, iteration + m.max_staleness)} - {iteration})
-    directory = Path(run.post.out_dir) / f"step-{iteration:07d}"
-    directory.mkdir(parents=True, exist_ok=True)
     versions = store.versions()
-    for v in need:
-        torch.save(versions[v], directory / f"policy-v{v:07d}.pt")
     manifest = {
         "run": run.name, "stage": "post-mdloo", "method": "mdloo", "step": iteration, "steps_total": run.post.steps,
         "run_id": ident, "data": {"source_id": data_id(run.post), "sources": [asdict(s) for s in run.post.data.sources]},
         "reference": run.mdloo.reference or run.post.init_from, "init_from": run.post.init_from,
         "seed": run.post.seed, "model_shape": asdict(run.post.model), "rotary_base": run.post.rotary_base,
         "kernels": run.post.parallel.kernels, "config": run.to_dict(), "history": result.history,
-        "held_out": [list(x) for x in result.held_out], "policy_versions": need,
+        "held_out": [list(x) for x in result.held_out], "policy_versions": need, "identity": run_dir.identity,
     }
-    return ckpt.save(directory, model=model, optimizer=optimizer, manifest=manifest)
+    return ckpt.save(Path(run.post.out_dir) / f"step-{iteration:07d}", model=model, optimizer=optimizer,
+                     manifest=manifest, tokenizer=tokenizer_of(run.post),
+                     files={f"policy-v{v:07d}.pt": versions[v] for v in need})
 
 
 def plot_curve(history: list[dict], path: Path, *, title: str = "MDLOO") -> Path:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import torch
 
-from manifests.errors import RecordError
+from manifests.errors import ConfigError, RecordError
 
 from . import parallel
 from .chat import load_tokenizer, record_messages, tokenize
 from .losses import cross_entropies
 from .packing import collate, describe, pack, uses_thd
-from .post_loop import build_gpt, data_id, forward, read_records, run_loop, split_and_weight
+from .post_loop import build_gpt, data_id, forward, open_post_run, read_records, run_loop, split_and_weight
 
 
 def sft_loss(logits: torch.Tensor, labels: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
@@ -81,8 +81,6 @@ def load_conversations(cfg, tokenizer, *, log=print) -> tuple[list, list, dict]:
 def prepare(cfg, *, log=print) -> SFTData:
     tokenizer = load_tokenizer(cfg.tokenizer)
     if tokenizer.vocab_size > cfg.model.vocab_size:
-        from manifests.errors import ConfigError
-
         raise ConfigError(f"{cfg.name}: tokenizer vocabulary {tokenizer.vocab_size} > model.vocab_size "
                           f"{cfg.model.vocab_size}")
     train, valid, counters = load_conversations(cfg, tokenizer, log=log)
@@ -90,6 +88,12 @@ def prepare(cfg, *, log=print) -> SFTData:
     valid_packs, _ = pack(valid[: cfg.valid_max], cfg.seq_length, pad_id=tokenizer.pad_id)
     counters.update({f"pack_{k}": v for k, v in c1.items()}, train_packs=len(train_packs),
                     valid_packs=len(valid_packs))
+    for split, packs, items in (("training", train_packs, train), ("held-out", valid_packs, valid)):
+        if not packs:  # every conversation lost its trained tokens to the cut: nothing to train or measure on
+            raise ConfigError(f"{cfg.name}: no {split} conversation keeps a loss token within seq_length "
+                              f"{cfg.seq_length} ({len(items)} conversations, {c1['dropped_no_loss_after_cut']} of the "
+                              "training ones cut before their first trained token); raise seq_length or shorten the "
+                              "prompts (template.max_length)")
     return SFTData(train_packs, valid_packs, counters, data_id(cfg), tokenizer)
 
 
@@ -137,18 +141,22 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
     def loss_fn(m, batch):
         return sft_loss(forward(m, batch), batch["labels"], batch["loss_mask"]), {}
 
-    result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
-                      evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
-                      resume=resume, stop_after=stop_after, log=log,
-                      extra_manifest={"tokenizer": data.tokenizer.describe(), "template": "cidermill-chat-v1",
-                                      "held_out_start": start, "data_counters": data.counters})
-    result.evals.insert(0, (0, start))
-    if cfg.adapter_init:
-        from .adapters.feature import save_feature_adapter
+    directory = open_post_run(cfg, data=data.data_id, resume=resume)  # held until the task adapter is written
+    try:
+        result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
+                          evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
+                          resume=resume, stop_after=stop_after, log=log, directory=directory,
+                          extra_manifest={"template": "cidermill-chat-v1",
+                                          "held_out_start": start, "data_counters": data.counters})
+        result.evals.insert(0, (0, start))
+        if cfg.adapter_init:
+            from .adapters.feature import save_feature_adapter
 
-        result.adapter = save_feature_adapter(
-            model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
-            extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
-                   "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
-        log(f"[{cfg.name}] task adapter written to {result.adapter}")
+            result.adapter = save_feature_adapter(
+                model, Path(cfg.out_dir) / "adapter", base=base, adapter_init=cfg.adapter_init,
+                extra={"task": cfg.name, "method": "sft", "steps": cfg.steps, "data": data.data_id,
+                       "held_out_loss": [start["loss"], result.evals[-1][1]["loss"]]})
+            log(f"[{cfg.name}] task adapter written to {result.adapter}")
+    finally:
+        directory.close()
     return result

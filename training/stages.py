@@ -4,10 +4,12 @@ and the previous stage's checkpoint (weights only: each stage has its own optimi
 from __future__ import annotations
 
 from .config import TrainConfig, with_
+from .run_dir import check_distinct_out_dirs
 from .trainer import TrainResult, train
 
 
 def run_stages(configs: list[TrainConfig], *, init_from: str | None = None, log=print) -> list[TrainResult]:
+    check_distinct_out_dirs(configs)  # before any stage runs
     results = []
     previous = init_from
     for cfg in configs:

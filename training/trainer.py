@@ -19,40 +19,16 @@ import torch
 from manifests.errors import ConfigError
 
 from . import checkpoint as ckpt
+from . import loop, parallel
 from .checkpoint import load_model  # noqa: F401  (lives with the checkpoint format; imported from here too)
-from . import parallel
 from .config import TrainConfig
-from .data import Blend, batch_at, blend_from_mixture, blend_from_pairs, build_splits, valid_share_for
+from .data import batch_at, build_splits, valid_share_for, verify_inputs
+from .loop import check_batch, optimizer_step  # noqa: F401  (optimizer_step: the one step, imported from here too)
 from .losses import cross_entropies, distillation_loss, masked_mean
 from .model import build_model
-from .optim import build_optimizer, skip_or_clip_grad_norm_
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    blend: Blend
-    seq_length: int
-    steps: int
-    data_seed: int
-
-
-def plan_run(cfg: TrainConfig) -> RunPlan:
-    """Resolve what the config leaves to the mixture manifest (sequence length, steps, data seed)."""
-    d = cfg.data
-    if d.mixture:
-        blend = blend_from_mixture(d.mixture, root=d.root)
-    else:
-        blend = blend_from_pairs(d.blend, vocab_size=d.vocab_size, eod_id=d.eod_id)
-    if blend.vocab_size > cfg.model.vocab_size:
-        raise ConfigError(f"{cfg.name}: the data's vocabulary ({blend.vocab_size}) is larger than the model's "
-                          f"({cfg.model.vocab_size}); set model.vocab_size")
-    seq_length = cfg.seq_length or blend.seq_length
-    if blend.seq_length and cfg.seq_length and cfg.seq_length != blend.seq_length:
-        raise ConfigError(f"{cfg.name}: seq_length {cfg.seq_length} differs from the mixture's {blend.seq_length}; "
-                          "drop it from the run config or rebuild the mixture")
-    steps = cfg.steps or math.ceil(blend.num_samples / cfg.global_batch)
-    return RunPlan(blend=blend, seq_length=seq_length, steps=steps,
-                   data_seed=blend.seed if blend.seed is not None else cfg.seed)
+from .plan import RunPlan, plan_run
+from .run_dir import identity as run_identity
+from .run_dir import open_run
 
 
 @dataclass
@@ -100,127 +76,116 @@ def evaluate(model, dataset, *, micro_batch: int, autocast=contextlib.nullcontex
 
 def train(cfg: TrainConfig, *, resume: str | Path | None = None, stop_after: int | None = None,
           log=print) -> TrainResult:
-    """Run `cfg`; `resume` = a checkpoint dir or "auto" (newest under out_dir); `stop_after` = save and
-    stop after that many total steps (to test resumption)."""
+    """Run `cfg`; `resume` = a checkpoint dir or "auto" (newest under out_dir, of this run only); `stop_after`
+    = save and stop after that many total steps (to test resumption)."""
     from .teacher import TeacherLabels
 
     parallel.setup(cfg.parallel, seed=cfg.seed)
     plan = plan_run(cfg)
-    dev = parallel.device()
-    dp_rank, dp_size = parallel.data_parallel_rank_and_size()
-    if cfg.global_batch % (cfg.micro_batch * dp_size):
-        raise ConfigError(f"{cfg.name}: global_batch {cfg.global_batch} must be a multiple of micro_batch "
-                          f"{cfg.micro_batch} x data-parallel size {dp_size}")
-    n_micro = cfg.global_batch // (cfg.micro_batch * dp_size)
+    check_batch(cfg, parallel.data_parallel_rank_and_size()[1])
     check_memory(cfg, seq_length=plan.seq_length, log=log)
+    init = ckpt.open_checkpoint(cfg.init_from) if cfg.init_from else None
+    if init is not None:
+        check_init_tokenizer(cfg.name, init, plan.blend.tokenizer)
+    ident = run_identity(cfg.to_dict(), data=plan.blend.id, tokenizer=plan.blend.tokenizer,
+                         init_weights=ckpt.weights_id(init) if init else None,
+                         drop=("data.mixture", "data.blend", "init_from"))
+    directory = open_run(cfg.out_dir, ident, resume=resume, name=cfg.name)
+    try:
+        return _train(cfg, plan, init, directory, stop_after=stop_after, log=log, teachers=TeacherLabels)
+    finally:
+        directory.close()
+
+
+def _train(cfg: TrainConfig, plan: RunPlan, init, directory, *, stop_after, log, teachers) -> TrainResult:
     run_dir = Path(cfg.out_dir)
+    cache_dir = cfg.data.cache_dir or run_dir / "data-cache"
+    verify_inputs(plan.blend, stamps=Path(cache_dir) / "verified-inputs.json", log=log)
+    for w, p in plan.blend.components:
+        if w == 0:
+            log(f"[{cfg.name}] {p}: weight 0 in {plan.blend.id}, not trained on")
     splits = build_splits(plan.blend, seq_length=plan.seq_length, seed=plan.data_seed,
                           n_train=plan.steps * cfg.global_batch, n_valid=cfg.data.valid_samples,
-                          cache_dir=cfg.data.cache_dir or run_dir / "data-cache",
-                          valid_share=valid_share_for(cfg.data, plan.blend))
-
+                          cache_dir=cache_dir, valid_share=valid_share_for(cfg.data, plan.blend))
+    dev = parallel.device()
     parallel.seed_everything(cfg.seed)
     model = build_model(cfg.model, seq_length=plan.seq_length, rotary_base=cfg.rotary_base,
                         kernels=cfg.parallel.kernels, recompute=cfg.parallel.recompute,
                         bf16=dev.type == "cuda" and cfg.parallel.precision == "bf16",
                         deterministic=cfg.parallel.deterministic)
-    if cfg.init_from:
-        ckpt.load_weights(ckpt.open_checkpoint(cfg.init_from), model)
+    if init is not None:
+        ckpt.load_weights(init, model)
+    teacher = teachers.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch,
+                                   bf16=cfg.parallel.precision == "bf16") if cfg.distill else None
     # GPU: megatron's native bf16 / DDP / distributed optimizer (training/gpu_optim.py, unexecuted here);
-    # CPU, or fp32 without sharding: the model as built, torch DDP and the optimizer directly
-    megatron_path = dev.type == "cuda" and (cfg.parallel.precision == "bf16" or cfg.parallel.distributed_optimizer)
-    if megatron_path:
-        from .gpu_optim import wrap_for_gpu
-
-        train_model, optimizer = wrap_for_gpu(model, cfg)
-    else:
-        train_model, optimizer = model, build_optimizer(model, cfg.optim)
+    # the teacher is built first: its initialisation draws random numbers, and a resumed run's RNG state is
+    # restored after that, as the uninterrupted run had it
+    run = loop.start(cfg, model, directory, log=log)
     schedule = cfg.optim.schedule(plan.steps)
-    teacher = TeacherLabels.from_config(cfg.distill, plan=plan, global_batch=cfg.global_batch,
-                                        bf16=cfg.parallel.precision == "bf16") if cfg.distill else None
-
-    start_step = 0
-    result_skipped = 0
-    info = ckpt.latest(run_dir) if resume == "auto" else (ckpt.open_checkpoint(resume) if resume else None)
-    if info is not None:
-        if info.manifest["data"]["source_id"] != plan.blend.id or info.manifest["steps_total"] != plan.steps:
-            raise ConfigError(f"{info.directory}: saved from other data or another step count "
-                              f"({info.manifest['data']['source_id']}, {info.manifest['steps_total']} steps); "
-                              f"this run has {plan.blend.id}, {plan.steps} steps")
-        ckpt.load_weights(info, model)
-        ckpt.load_training_state(info, optimizer)
-        start_step = info.step
-        result_skipped = int(info.manifest.get("skipped_steps", 0))
-        log(f"[{cfg.name}] resumed from {info.directory} at step {start_step}")
-
-    if dp_size > 1 and not megatron_path:
-        from megatron.core import parallel_state
-
-        train_model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev.index] if dev.type == "cuda" else None,
-            process_group=parallel_state.get_data_parallel_group())
     autocast = contextlib.nullcontext  # bf16 is native (bf16 weights), not autocast over fp32 weights
-
-    result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps, skipped_steps=result_skipped)
+    result = TrainResult(run_dir=run_dir, checkpoint=run_dir, steps=plan.steps, skipped_steps=run.skipped)
     tokens_per_step = cfg.global_batch * plan.seq_length
     end_step = min(plan.steps, stop_after) if stop_after else plan.steps
-    if cfg.init_from and start_step == 0:  # where the previous stage (or pruning) left the model
+    if cfg.init_from and run.start == 0:  # where the previous stage (or pruning) left the model
         result.eval_history.append((0, evaluate(model, splits.valid, micro_batch=cfg.micro_batch,
                                                 autocast=autocast)["loss"]))
         log(f"[{cfg.name}] held-out loss {result.eval_history[0][1]:.4f} at the start (from {cfg.init_from})")
+
+    def batch_of(first: int, size: int) -> dict:
+        return {k: v.to(dev) for k, v in batch_at(splits.train, first, size).items()}
+
+    def loss_fn(m, batch):
+        logits = m(batch["tokens"], batch["position_ids"], None)  # [B,S,V/tp]
+        if teacher is not None:
+            top1 = teacher.top1(batch, autocast=autocast)
+            loss, ce = distillation_loss(logits, batch["labels"], top1, batch["loss_mask"],
+                                         teacher_weight=cfg.distill.teacher_weight)
+        else:
+            (per_token,) = cross_entropies(logits, [batch["labels"]])
+            loss = ce = masked_mean(per_token, batch["loss_mask"])
+        return loss, {"ce": float(ce.detach())}
+
     t0 = time.perf_counter()
-    model.train()
-    for step in range(start_step, end_step):
-        # as in AXLearn, a dropped step does not advance the schedule (its count lives in the optimizer state)
-        lr_factor = schedule.apply(optimizer, step - result.skipped_steps)
-        optimizer.zero_grad(set_to_none=True)
-        loss_sum = ce_sum = 0.0
-        for micro in range(n_micro):
-            first = step * cfg.global_batch + micro * cfg.micro_batch * dp_size
-            batch = {k: v.to(dev) for k, v in batch_at(splits.train, first, cfg.micro_batch * dp_size,
-                                                       dp_rank=dp_rank, dp_size=dp_size).items()}
-            sync = contextlib.nullcontext() if (dp_size == 1 or micro == n_micro - 1) else train_model.no_sync()
-            with sync:
-                with autocast():
-                    logits = train_model(batch["tokens"], batch["position_ids"], None)  # [B,S,V/tp]
-                if teacher is not None:
-                    top1 = teacher.top1(batch, autocast=autocast)
-                    loss, ce = distillation_loss(logits, batch["labels"], top1, batch["loss_mask"],
-                                                 teacher_weight=cfg.distill.teacher_weight)
-                else:
-                    (per_token,) = cross_entropies(logits, [batch["labels"]])
-                    loss = ce = masked_mean(per_token, batch["loss_mask"])
-                (loss / n_micro).backward()
-            loss_sum += float(loss.detach()) / n_micro
-            ce_sum += float(ce.detach()) / n_micro
-        if not optimizer_step(model, optimizer, cfg.optim, result):
-            log(f"[{cfg.name}] step {step + 1}: gradient norm {result.grad_norms[-1]:.3g} >= drop_norm "
-                f"{cfg.optim.drop_norm}: step skipped ({result.skipped_steps} so far)")
-        if dp_size > 1:  # log the global batch's loss, not this rank's share
-            loss_sum, ce_sum = _dp_mean([loss_sum, ce_sum], dev)
-        result.losses.append(loss_sum)
-        result.label_losses.append(ce_sum)
-        done = step + 1
+
+    def after_step(done: int, steps: loop.Steps, lr_factor: float) -> None:
         if cfg.log_every and (done % cfg.log_every == 0 or done == end_step):
-            rate = (done - start_step) * tokens_per_step / (time.perf_counter() - t0)
-            log(f"[{cfg.name}] step {done}/{plan.steps} loss {loss_sum:.4f} lr x{lr_factor:.3f} "
-                f"grad norm {result.grad_norms[-1]:.3g} skipped {result.skipped_steps} "
+            rate = (done - run.start) * tokens_per_step / (time.perf_counter() - t0)
+            log(f"[{cfg.name}] step {done}/{plan.steps} loss {steps.losses[-1]:.4f} lr x{lr_factor:.3f} "
+                f"grad norm {steps.grad_norms[-1]:.3g} skipped {steps.skipped_steps} "
                 f"{rate:,.0f} tok/s{_mfu(cfg, plan, rate)}")
         if cfg.eval_every and done % cfg.eval_every == 0 and done != end_step:
             metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
             result.eval_history.append((done, metrics["loss"]))
         if cfg.save_every and done % cfg.save_every == 0 and done != end_step:
-            _save(cfg, plan, model, optimizer, done, result)
-    result.seconds = time.perf_counter() - t0
+            _save(run, plan, done, result, steps)
+
+    steps = loop.run_steps(run, end=end_step, schedule=schedule, batch_at=batch_of, loss_fn=loss_fn, log=log,
+                           after_step=after_step)
+    result.losses, result.grad_norms, result.skipped_steps = steps.losses, steps.grad_norms, steps.skipped_steps
+    result.label_losses = [f["ce"] for f in steps.figures]
+    result.seconds = steps.seconds
     result.tokens_seen = end_step * tokens_per_step
-    result.tokens_per_second = (end_step - start_step) * tokens_per_step / max(result.seconds, 1e-9)
+    result.tokens_per_second = (end_step - run.start) * tokens_per_step / max(result.seconds, 1e-9)
     metrics = evaluate(model, splits.valid, micro_batch=cfg.micro_batch, autocast=autocast)
     result.eval_history.append((end_step, metrics["loss"]))
     result.eval_accuracy = metrics["accuracy"]
     log(f"[{cfg.name}] held-out loss {result.eval_loss:.4f} accuracy {result.eval_accuracy:.3f} after {end_step} steps "
         f"({result.tokens_seen:,} tokens, {result.tokens_per_second:,.0f} tok/s, {result.skipped_steps} skipped)")
-    result.checkpoint = _save(cfg, plan, model, optimizer, end_step, result)
+    loop.check_finite(run, held_out=result.eval_loss)
+    result.checkpoint = _save(run, plan, end_step, result, steps)
     return result
+
+
+def check_init_tokenizer(name: str, init, tokenizer: dict | None) -> None:
+    """`init_from` a checkpoint trained on another tokenizer's ids would train on ids that mean other text."""
+    theirs = init.manifest.get("tokenizer")
+    if tokenizer is None or theirs is None:
+        return  # a hand-made blend on either side: nothing to compare
+    if not ckpt.same_tokenizer(theirs, tokenizer):
+        raise ConfigError(f"{name}: init_from {init.directory} was trained with tokenizer {theirs.get('name')} "
+                          f"({theirs.get('kind')}, sha256 {str(theirs.get('model_sha256'))[:12]}), this run's data "
+                          f"with {tokenizer.get('name')} ({tokenizer.get('kind')}, sha256 "
+                          f"{str(tokenizer.get('model_sha256'))[:12]}); its ids mean other text here")
 
 
 def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
@@ -228,9 +193,11 @@ def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
     else the GPU's own memory; nothing to check on a CPU run without a budget."""
     import torch.distributed as dist
 
-    from .memory import parse_bytes, plan_for_config
+    from manifests.config import parse_size
 
-    budget = parse_bytes(cfg.parallel.gpu_memory) if cfg.parallel.gpu_memory else None
+    from .memory import plan_for_config
+
+    budget = parse_size(cfg.parallel.gpu_memory, key="parallel.gpu_memory", where=cfg.name) if cfg.parallel.gpu_memory else None
     if budget is None and torch.cuda.is_available():
         budget = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
     if budget is None:
@@ -243,31 +210,6 @@ def check_memory(cfg: TrainConfig, *, seq_length: int, log=print) -> None:
                           "parallel.distributed_optimizer, or more tensor parallelism.")
     log(f"[{cfg.name}] memory plan: {mem.total / 2**30:.1f} of {budget / 2**30:.1f} GiB per GPU "
         f"(largest micro-batch {mem.largest_micro_batch})")
-
-
-def optimizer_step(model, optimizer, optim_cfg, result: TrainResult | None = None) -> bool:
-    """AXLearn's skip-and-clip then the optimizer: returns False (and leaves parameters and optimizer state
-    untouched) when the global gradient norm is not finite or is >= drop_norm. Shared by every recipe."""
-    if hasattr(optimizer, "step_or_skip"):  # the GPU path's megatron optimizer (gpu_optim.MegatronAFM)
-        norm, keep = optimizer.step_or_skip(optim_cfg)
-    else:
-        norm, keep = skip_or_clip_grad_norm_(model.parameters(), max_norm=optim_cfg.grad_clip,
-                                             drop_norm=optim_cfg.drop_norm)
-        if keep:
-            optimizer.step()
-    if result is not None:
-        result.grad_norms.append(norm)
-        result.skipped_steps += 0 if keep else 1
-    return keep
-
-
-def _dp_mean(values: list[float], dev) -> list[float]:
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-
-    t = torch.tensor(values, dtype=torch.float64, device=dev)
-    dist.all_reduce(t, group=parallel_state.get_data_parallel_group())
-    return (t / parallel_state.get_data_parallel_world_size()).tolist()
 
 
 def _mfu(cfg: TrainConfig, plan: RunPlan, tokens_per_second: float) -> str:
@@ -286,7 +228,8 @@ def _mfu(cfg: TrainConfig, plan: RunPlan, tokens_per_second: float) -> str:
     return f" MFU {per_token * tokens_per_second / peak:.1%}"
 
 
-def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: TrainResult) -> Path:
+def _save(run, plan: RunPlan, step: int, result: TrainResult, steps) -> Path:
+    cfg = run.cfg
     manifest = {
         "run": cfg.name,
         "stage": cfg.stage,
@@ -306,7 +249,8 @@ def _save(cfg: TrainConfig, plan: RunPlan, model, optimizer, step: int, result: 
         "config": cfg.to_dict(),
         "eval": [list(e) for e in result.eval_history],
         "eval_accuracy": None if math.isnan(result.eval_accuracy) else result.eval_accuracy,  # nan: tp > 1
-        "last_loss": result.losses[-1] if result.losses else None,
-        "skipped_steps": result.skipped_steps,  # dropped by drop_norm; the schedule is at step - skipped
+        "last_loss": steps.losses[-1] if steps.losses else None,
+        "skipped_steps": steps.skipped_steps,  # dropped by drop_norm; the schedule is at step - skipped
     }
-    return ckpt.save(Path(cfg.out_dir) / f"step-{step:07d}", model=model, optimizer=optimizer, manifest=manifest)
+    tokenizer = (plan.blend.tokenizer, plan.blend.tokenizer_file) if plan.blend.tokenizer else None
+    return loop.save(run, step, manifest, tokenizer=tokenizer)

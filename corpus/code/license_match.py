@@ -6,6 +6,10 @@
 - Phrases (ScanCode notices/references/tags) find "Licensed under the Apache License, Version
   2.0" in a README or a file header.
 - `SPDX-License-Identifier:` tags are read as expressions directly.
+- Texts inside a longer file (`locate_texts`): a statement before the license text, two or three
+  texts one after the other, notices appended. Each text is found as a run of paragraphs whose
+  words a candidate's text covers, grown while its Dice score rises, and kept at Dice >= DICE_MIN,
+  so a modified text still does not pass as the original.
 """
 
 from __future__ import annotations
@@ -122,6 +126,9 @@ def _or_later(expr: str) -> bool:
 
 
 _TITLE_IGNORE = {"the", "license", "licence", "version", "v", "and", "of", "a", "public"}
+# in a title line inside a file ("New BSD License (3-clause)"): names for a variant, not another license
+_WINDOW_TITLE_IGNORE = {"new", "modified", "revised", "simplified", "clause", "clauses", "style", "text", "full",
+                        "terms", "conditions", "agreement"}
 
 
 def title_words(text: str) -> list[str]:
@@ -136,7 +143,7 @@ def title_words(text: str) -> list[str]:
     return []
 
 
-def _title_fits(index: LicenseIndex, cand: int, title: list[str]) -> bool:
+def _title_fits(index: LicenseIndex, cand: int, title: list[str] | tuple[str, ...]) -> bool:
     for w in title:
         wid = index.vocab.get(w)
         if wid is None:
@@ -213,3 +220,147 @@ def join_expressions(exprs: list[str]) -> str:
     if len(uniq) == 1:
         return uniq[0]
     return " AND ".join(f"({e})" if " " in e else e for e in uniq)
+
+
+# --- license texts inside a longer file -------------------------------------------------------------
+
+_SEPARATOR = re.compile(r"^\s*(?:[-=*_~#+]\s*){3,}\s*$")
+PARA_STRONG = 0.9  # a paragraph of a license text: nearly all its words are the candidate's
+WINDOW_MIN_COVER = 0.8  # candidates whose words the file covers this much are tried
+
+
+@dataclass(frozen=True)
+class Located:
+    expression: str
+    candidate: int
+    start: int  # paragraph span [start, end) of `paragraphs(text)`
+    end: int
+    score: float  # Dice of the window against the candidate's text
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blank lines and separator lines (`-----`, `=====`) end a paragraph; separators are dropped."""
+    out, cur = [], []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line.strip() or _SEPARATOR.match(line):
+            if cur:
+                out.append("\n".join(cur))
+                cur = []
+            continue
+        cur.append(line)
+    if cur:
+        out.append("\n".join(cur))
+    return out
+
+
+def locate_texts(paras: list[str], *, index: LicenseIndex, max_texts: int = 4) -> list[Located]:
+    """Full license texts among `paras`, in file order; each window holds one text at Dice >= DICE_MIN."""
+    order, sizes, matrix = _matrix(index)
+    para_words = [set(words(p)) for p in paras]
+    alive = [True] * len(paras)
+    found: list[Located] = []
+    for _ in range(max_texts):
+        query_words = set().union(*(w for w, a in zip(para_words, alive) if a))
+        ids = np.fromiter((index.vocab[w] for w in query_words if w in index.vocab), np.int64)
+        if len(query_words) < 10 or not len(ids):
+            break
+        query = np.zeros(len(index.vocab), np.float32)
+        query[ids] = 1.0
+        inter = np.zeros(len(order))
+        inter[order] = matrix @ query
+        cover = np.where(index.full_sizes >= 40, inter / np.maximum(index.full_sizes, 1), 0.0)
+        # shortlist: the candidates that could explain the most words, and those the file covers best
+        # (shortened variants: a GPL without its appendix is a rule of its own)
+        inter = np.where(cover >= WINDOW_MIN_COVER, inter, 0.0)
+        cands = list(dict.fromkeys(int(c) for c in np.concatenate([np.argsort(-inter, kind="stable")[:25],
+                                                                    np.argsort(-cover, kind="stable")[:25]])
+                                   if inter[c] > 0))
+        scored = []  # (candidate, start, end, dice, words explained)
+        for c in cands:
+            vocab = candidate_vocab(index, c)
+            window = _best_window(para_words, alive, vocab)
+            if window is not None and window[2] >= DICE_MIN:
+                title = [w for w in title_words(paras[window[0]]) if w not in _WINDOW_TITLE_IGNORE]
+                if _title_fits(index, c, title):
+                    hits = len(set().union(*para_words[window[0]:window[1]]) & vocab)
+                    scored.append((c, *window, hits))
+        if not scored:
+            break
+        # the text that explains the most words first (a disclaimer-sized text inside a GPL is not one);
+        # among those the best Dice, ties to the plainest reading as in `_pick`
+        most = max(s[4] for s in scored)
+        scored = [s for s in scored if s[4] >= 0.97 * most]
+        top = max(s[3] for s in scored)
+        c, start, end, score, _ = min((s for s in scored if s[3] >= top - 0.002),
+                                      key=lambda s: (index.full_exprs[s[0]].startswith("LicenseRef-"),
+                                                     _or_later(index.full_exprs[s[0]]), int(index.full_rank[s[0]]),
+                                                     len(index.full_exprs[s[0]]), -s[3]))
+        found.append(Located(_without_noise(index.full_exprs[c]), c, start, end, float(score)))
+        for i in range(start, end):
+            alive[i] = False
+    return sorted(found, key=lambda f: f.start)
+
+
+def _best_window(para_words: list[set[str]], alive: list[bool], vocab: set[str]) -> tuple[int, int, float] | None:
+    """The paragraph span most like the text `vocab`: the richest run of strong paragraphs, grown one
+    paragraph at a time (either side, across weak ones such as a changed name) while Dice rises."""
+    n = len(para_words)
+    strong = [alive[i] and bool(para_words[i]) and len(para_words[i] & vocab) >= PARA_STRONG * len(para_words[i])
+              for i in range(n)]
+    best_run, best_hits, i = None, 0, 0
+    while i < n:
+        if not strong[i]:
+            i += 1
+            continue
+        j = i
+        union: set[str] = set()
+        while j < n and alive[j] and (strong[j] or not para_words[j]):
+            union |= para_words[j]
+            j += 1
+        hits = len(union & vocab)
+        if hits > best_hits:
+            best_run, best_hits = (i, j, union), hits
+        i = j
+    if best_run is None:
+        return None
+    start, end, union = best_run
+
+    def dice(ws: set[str]) -> float:
+        return 2.0 * len(ws & vocab) / (len(ws) + len(vocab))
+
+    score = dice(union)
+    # trim: a neighbouring text whose words this one mostly shares (an MIT text after a GPL) leaves the run
+    while end - start > 1:
+        options = []
+        for s, e in ((start + 1, end), (start, end - 1)):
+            ws = set().union(*para_words[s:e])
+            options.append((dice(ws), s, e, ws))
+        new, s, e, ws = max(options, key=lambda o: o[0])
+        if new < score:
+            break
+        start, end, union, score = s, e, ws, new
+    while True:
+        options = []
+        if start > 0 and alive[start - 1]:
+            options.append((dice(union | para_words[start - 1]), not para_words[start - 1], start - 1, end))
+        if end < n and alive[end]:
+            options.append((dice(union | para_words[end]), not para_words[end], start, end + 1))
+        # grow while Dice rises; a paragraph without words (copyright lines) is crossed when it costs nothing
+        options = [o for o in options if o[0] > score or (o[0] == score and o[1])]
+        if not options:
+            break
+        score, _, s, e = max(options)
+        union |= para_words[s] if s < start else para_words[e - 1]
+        start, end = s, e
+    return start, end, score
+
+
+# ScanCode keys a rule adds for "some other text here" (`GPL-2.0-only AND LicenseRef-scancode-unknown`)
+NOISE = re.compile(r"LicenseRef-scancode-(?:unknown|warranty-disclaimer|generic-|other-|free-unknown|see-license)")
+
+
+def _without_noise(expr: str) -> str:
+    # LicenseDB files additional-terms texts (the Commons Clause) as "exceptions"; they restrict, so: AND
+    expr = re.sub(r"\bWITH\s+(LicenseRef-)", r"AND \1", expr)
+    parts = [p for p in re.split(r"\s+AND\s+", expr) if not NOISE.match(p.strip("() "))]
+    return " AND ".join(parts) if parts and " OR " not in expr else expr

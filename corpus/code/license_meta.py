@@ -7,7 +7,9 @@ Values come back as `Declared(path, field, values, kind)`:
   `license`, pyproject `project.license` as a string (PEP 639), composer.json `license`);
 - kind `name`: free text naming a license (setup.py/setup.cfg `license`, pom.xml `<name>`, gemspec
   `license(s)`, pyproject `license = {text = ...}`);
-- kind `classifier`: Trove `License ::` classifiers.
+- kind `classifier`: Trove `License ::` classifiers;
+- kind `cpan`: CPAN license strings (META.json/META.yml `license`, dist.ini `license`, Makefile.PL
+  `LICENSE =>`, Build.PL `license =>`): `perl_5` is Perl's own terms, `Artistic-1.0-Perl OR GPL-1.0-or-later`.
 Several values in one list field are alternatives: composer and Maven document it so, npm's old
 `licenses` array, gemspec `licenses` and several license classifiers are used that way.
 """
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 META_FILES = ("package.json", "Cargo.toml", "pyproject.toml", "setup.cfg", "setup.py", "pom.xml",
-              "composer.json", "DESCRIPTION")
+              "composer.json", "DESCRIPTION", "META.json", "META.yml", "MYMETA.json", "dist.ini", "Makefile.PL",
+              "Build.PL")
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Declared:
     path: str
     field: str
     values: tuple[str, ...]
-    kind: str  # spdx | name | classifier
+    kind: str  # spdx | name | classifier | cpan
 
 
 def is_metadata_file(path: str) -> bool:
@@ -112,6 +115,21 @@ def _one(path: str, text: str) -> list[Declared]:
         m = re.search(r"^License:\s*(.+(?:\n[ \t]+.+)*)", text, re.MULTILINE)
         value = re.sub(r"\+\s*file\s+LICEN[CS]E", "", m.group(1)).strip() if m else ""
         return [Declared(path, "License", _strings(value.replace("|", " OR ")), "name")]
+    if path in ("META.json", "MYMETA.json"):
+        data = json.loads(text)
+        return [Declared(path, "license", _strings(data.get("license")) if isinstance(data, dict) else (), "cpan")]
+    if path == "META.yml":
+        m = re.search(r"^license:\s*(.+)$", text, re.MULTILINE)
+        vals = re.findall(r"[\w.]+", m.group(1)) if m else []
+        if m is None:  # a YAML list under `license:`
+            block = re.search(r"^license:\s*\n((?:\s+-\s*\S+\s*\n?)+)", text, re.MULTILINE)
+            vals = re.findall(r"-\s*(\S+)", block.group(1)) if block else []
+        return [Declared(path, "license", tuple(vals), "cpan")]
+    if path == "dist.ini":
+        return [Declared(path, "license", tuple(re.findall(r"^license\s*=\s*(\S+)", text, re.MULTILINE)), "cpan")]
+    if path in ("Makefile.PL", "Build.PL"):
+        vals = re.findall(r"[\"']?\blicen[cs]e[\"']?\s*=>\s*[\"']([\w.]+)[\"']", text, re.IGNORECASE)
+        return [Declared(path, "license", tuple(dict.fromkeys(vals)), "cpan")]
     if path.endswith(".gemspec"):
         vals = []
         for m in re.finditer(r"\.licen[cs]es?\s*=\s*(\[[^\]]*\]|%w[\[(][^\])]*[\])]|[\"'][^\"']+[\"'])", text):
@@ -176,3 +194,24 @@ def classifier_expression(classifier: str) -> str | None:
     """`License :: OSI Approved :: MIT License` -> `MIT`; None for names not in the table."""
     name = classifier.split("::")[-1].strip()
     return CLASSIFIERS.get(name)
+
+
+PERL_5 = "Artistic-1.0-Perl OR GPL-1.0-or-later"
+# CPAN::Meta::Spec license strings and the older Module::Build/ExtUtils::MakeMaker ones -> SPDX
+CPAN = {
+    "perl_5": PERL_5, "perl": PERL_5, "artistic_1": "Artistic-1.0-Perl", "artistic": "Artistic-1.0-Perl",
+    "artistic_2": "Artistic-2.0", "artistic2": "Artistic-2.0", "apache_1_1": "Apache-1.1", "apache_2_0": "Apache-2.0",
+    "apache": "Apache-2.0", "bsd": "BSD-3-Clause", "freebsd": "BSD-2-Clause", "mit": "MIT", "zlib": "Zlib",
+    "gpl_1": "GPL-1.0-only", "gpl_2": "GPL-2.0-only", "gpl2": "GPL-2.0-only", "gpl_3": "GPL-3.0-only",
+    "gpl3": "GPL-3.0-only", "gpl": "LicenseRef-cidermill-family-GPL", "lgpl_2_1": "LGPL-2.1-only",
+    "lgpl2": "LGPL-2.1-only", "lgpl_3_0": "LGPL-3.0-only", "lgpl3": "LGPL-3.0-only",
+    "lgpl": "LicenseRef-cidermill-family-LGPL", "agpl_3": "AGPL-3.0-only", "mozilla_1_0": "MPL-1.0",
+    "mozilla_1_1": "MPL-1.1", "mozilla": "MPL-1.1", "openssl": "OpenSSL", "qpl_1_0": "QPL-1.0",
+    "sun": "SISSL", "gfdl_1_2": "GFDL-1.2-only", "gfdl_1_3": "GFDL-1.3-only",
+    "restricted": "LicenseRef-cidermill-proprietary", "restrictive": "LicenseRef-cidermill-proprietary",
+}
+
+
+def cpan_expression(value: str) -> str | None:
+    """`perl_5` -> `Artistic-1.0-Perl OR GPL-1.0-or-later`; None for `open_source`, `unknown` and the like."""
+    return CPAN.get(value.strip().lower())

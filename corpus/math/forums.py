@@ -19,6 +19,7 @@ The first software whose bodies are found decides; a page needs one post at leas
 from __future__ import annotations
 
 from .html_math import node_text, tidy_formulas
+from .thread import QA, Answer
 
 
 def _cls(name: str) -> str:
@@ -62,10 +63,8 @@ def post_text(el) -> str:
     return tidy_formulas(node_text(el))
 
 
-def extract_thread(root, title: str):
+def extract_thread(root, title: str) -> QA | None:
     """QA(kind="forum") from a latexified tree, or None when no forum software's posts are found."""
-    from .qa import QA, Answer
-
     software, bodies = find_posts(root)
     texts = [t for t in (post_text(b) for b in bodies) if t]
     if not texts:

@@ -19,41 +19,13 @@ Formulas are rewritten by html_math.latexify before text is taken, so `$...$` su
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
+from .forums import extract_thread
 from .html_math import latexify, node_text, parse_html, tidy_formulas
+from .thread import QA, Answer
 
 _BODY_XPATH = (".//*[@itemprop='text'] | .//*[contains(concat(' ', normalize-space(@class), ' '), ' s-prose ')]"
                " | .//*[contains(concat(' ', normalize-space(@class), ' '), ' post-text ')]")
-
-
-@dataclass
-class Answer:
-    text: str
-    score: int | None
-    accepted: bool
-
-
-@dataclass
-class QA:
-    title: str
-    question: str
-    answers: list[Answer] = field(default_factory=list)
-    kind: str = "qa"  # "qa" (question and answers) or "forum" (first post and replies, in thread order)
-
-    def best_first(self) -> list[Answer]:
-        return sorted(self.answers, key=lambda a: (not a.accepted, -(a.score or 0)))
-
-    def to_text(self, *, max_answers: int | None = None) -> str:
-        parts = [self.title, self.question] if self.title else [self.question]
-        if self.kind == "forum":
-            parts += [f"Reply:\n{a.text}" for a in self.answers[:max_answers]]
-            return "\n\n".join(p for p in parts if p)
-        for a in self.best_first()[:max_answers]:
-            label = ", ".join(x for x in ("accepted" if a.accepted else "",
-                                          f"score {a.score}" if a.score is not None else "") if x)
-            parts.append(f"Answer ({label}):\n{a.text}" if label else f"Answer:\n{a.text}")
-        return "\n\n".join(p for p in parts if p)
 
 
 def _body(el) -> str:
@@ -124,8 +96,6 @@ def extract_qa(markup: str | bytes) -> QA | None:
                 or root.xpath("//*[@id='question']")
                 or root.xpath("//*[contains(concat(' ', normalize-space(@class), ' '), ' question ')]"))
     if not question:
-        from .forums import extract_thread
-
         return extract_thread(root, _title(root))
     q = question[0]
     answer_els = _answer_elements(root, q)

@@ -39,6 +39,24 @@ log = logging.getLogger("cidermill.ablate")
 SCORES_FILE = "scores.json"
 
 
+# -- the proxy command's side of the contract (corpus/mix/unigram_proxy.py, training/mix_proxy.py) ---------
+
+def open_mixture(mixture: str, root: str | None) -> MixtureManifest:
+    """A proxy's `--mixture`: a mixture.json path (in its catalog, or anywhere with `root`) or a catalog ref."""
+    if mixture.endswith(".json") or os.path.isfile(mixture):
+        return MixtureManifest.read(mixture, root=root)
+    return MixtureManifest.open(root or "data/root", mixture)
+
+
+def write_scores(out_dir: str, scores: dict[str, float]) -> None:
+    """`{out_dir}/scores.json`, written last and atomically: its presence means the run finished."""
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = os.path.join(out_dir, SCORES_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(scores, f, indent=1, sort_keys=True)
+    os.replace(tmp, os.path.join(out_dir, SCORES_FILE))
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str

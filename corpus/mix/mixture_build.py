@@ -3,6 +3,10 @@
 Every check runs before any tokenizing: the tokenizer loads, every component's dataset version
 exists and has rows, its text column is a string. Then each component is tokenized unless a
 tokenization by the same tokenizer is already published, and the manifest is written last.
+
+A component of weight 0 is kept: it is checked, tokenized and listed in the manifest (and in its id), and
+the trainer leaves it out of what it reads, saying so (training/data.py `Blend.trained`). One rule on both
+sides: weight 0 means "in the mixture, not trained on" (an ablation variant, a component switched off).
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ def build_mixture(catalog: Catalog, spec: MixtureSpec, *, tokenize: TokenizeConf
             documents=extra["documents"], tokens=extra["tokens"], tokens_expected=expected,
             epochs=expected / extra["tokens"],
         ))
+        if comp.weight == 0:
+            log.warning("component %s: weight 0; listed in the mixture, not trained on", comp.name)
         if expected / extra["tokens"] > 4:
             log.warning("component %s: the budget asks for %.1f epochs of %s; past ~4 repeats, extra data "
                         "helps more than repetition", comp.name, expected / extra["tokens"], version.name)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import struct
 import sys
 
 import numpy as np
 
 from manifests.mixture import MixtureManifest
+
+from .ablate import open_mixture, write_scores
 
 _HEADER = b"MMIDIDX\x00\x00"
 _DTYPES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32, 8: np.uint16}
@@ -68,14 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--heldout", type=float, default=0.1)
     args = p.parse_args(argv)
-    if os.path.isfile(args.mixture):
-        m = MixtureManifest.read(args.mixture, root=args.root)
-    else:
-        m = MixtureManifest.open(args.root or "data/root", args.mixture)
-    scores = proxy_scores(m, heldout=args.heldout)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "scores.json"), "w") as f:
-        json.dump(scores, f, indent=1, sort_keys=True)
+    scores = proxy_scores(open_mixture(args.mixture, args.root), heldout=args.heldout)
+    write_scores(args.out, scores)
     print(json.dumps(scores, sort_keys=True))
     return 0
 

@@ -1,8 +1,8 @@
 """Personal data and secrets: one detector family for every corpus.
 
 - text.py: emails, phones (phones.py), IPs, payment cards, US SSNs, IBANs in prose; used by
-  `pii_v2` (web, math, licensed data).
-- secrets.py: credentials in source code plus the same email rule; used by `code_secrets_v2`.
+  `pii_v3` (web, math, licensed data).
+- secrets.py: credentials in source code plus the same email rule; used by `code_secrets_v3`.
 - checks.py: Luhn + IIN table, IBAN lengths and mod-97, SSN rules.
 """
 

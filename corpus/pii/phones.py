@@ -11,8 +11,13 @@ kept when it has the structure of a phone number or a phone word is near it:
   bracketed area code (`(11) 2345-6789`), the North American 3-3-4 shape, `X-XXXX-XXXX`
   (`03-1234-5678`), a toll-free prefix (`1800 123 456`), or 1-NXX-NXX-XXXX without separators;
 - anything else (`2345 6789`, `912 34 56 78`) needs a phone word before it ("tel", "call", "fax",
-  "WhatsApp", "電話", "тел", ...) or right after it on the same line ("(mobile)"); 5-6 digit
-  numbers need one right before them.
+  "WhatsApp", "電話", "тел", ...) or right after it on the same line ("(mobile)", "-Office"); 5-6
+  digit numbers need one right before them.
+- a cue right beside the number is enough for any national length (7-13 digits): a label ending
+  at the number ("Desk: 5403926876", "Büro: 89 1234 567", "my registered 668 5702", "reach me at",
+  "answering at", "número:") or a line type right after it ("8211-Office", "(85) 5986-8343-Office").
+  With a cue after it, a run that starts with a 5-digit postcode ("92151 24 428557-Office") is cut
+  to the number after it.
 
 Never a phone: more than 15 digits, a date or date-time (`2025-03-11 11:41`), a time next to it
 (`:41`), year ranges, opening hours, a version ("version 10.0.19041.1"), ISBN shapes, ZIP+4, and
@@ -26,7 +31,7 @@ import re
 
 import phonenumbers
 
-_SEP = r"(?:[ .\-/\u00a0]|\s?[-–]\s?|[\s.\-]?\(\d{1,5}\)[\s.\-]?)"
+_SEP = r"(?:[ .\-/\u00a0]|[ \t]?[-–][ \t]?|[ \t.\-]?\(\d{1,5}\)[ \t.\-]?)"  # never across a line break
 PHONE = re.compile(
     r"(?<![0-9A-Za-z_+/.\-])"
     r"(?P<num>(?:\+\s?|00|\(\s?\+?\d{1,5}\s?\)[\s.\-/]?)?\d{1,15}(?:" + _SEP + r"\d{1,12}){0,7})"
@@ -49,7 +54,23 @@ _CUE_VERB = re.compile(r"\b(?:call|calling|ring|dial|dialing|text|reach|contacti
 _SHORT_CUE = re.compile(r"(?:\b(?:tel|phone|call|dial|fax|mobile|ring|hotline|whatsapp)\b|电话|電話|тел)[\W\s]*$")
 _TIME_RANGE = re.compile(r"^\d{1,2}[.:]\d\d\s?[-–]\s?\d{1,2}[.:]\d\d$")
 _ZIP4 = re.compile(r"^\d{5}-\d{4}$")
-_CUE_AFTER = re.compile(r"^[ \t]?\(?(?:mobile|mob|cell|fax|tel|phone|office|home|work|landline|toll[- ]free)\b")
+_LINE_TYPES = r"(?:mobile|mob|cell|cellular|fax|tel|phone|office|home|work|desk|direct|landline|main|toll[- ]free)"
+_CUE_AFTER = re.compile(r"^(?:[ \t]?\(?|[ \t]?[-–/|][ \t]?)" + _LINE_TYPES + r"\b")
+# A label or phrase that ends right where the number starts (the lower-cased 40 characters before it).
+_CUE_BESIDE = re.compile(
+    r"(?:\b(?:tel|tél|phone|telephone|mobile|mob|cell|cellphone|fax|desk|hotline|landline|whatsapp|sms|"
+    r"telefon|telefono|teléfono|telefone|téléphone|handy|mobil|móvil|movil|celular|cellulare|portable|"
+    r"rufnummer|durchwahl|centralino|tlf|tfno|telf)\.?\s?[:#=]?"  # phone words: with or without a colon
+    r"|\b(?:office|direct|line|work|home|main|contact|fixe|bureau|büro|buero|oficina|ufficio|escritório|"
+    r"kontakt|contacto|contato|recepción|ramal)\s?[:#]"  # words that are labels only with a colon
+    r"|\b(?:answering|reachable|reach|call|ring|text|dial|phone|contact|message|sms|whatsapp)\s(?:me|us|him|her|them|you)?"
+    r"\s?(?:at|on|via)"
+    r"|\b(?:my|your|his|her|our|their)\s(?:number|registered|new|old|personal|private|direct|work|home|office|"
+    r"cell|mobile|contact|business|phone|landline)(?:\s(?:number|phone|line|no\.?))?(?:\s(?:is|was))?\s?:?"
+    r"|\b(?:llámame|llame|llamar|ligue|appelez|anrufen|chiamare|chiama|звоните|позвоните)"
+    r"(?:\s(?:al|a|au|unter|al numero))?"
+    r"|電話|电话|手机|手機|携帯|연락처|전화|тел\.?|моб\.?|номер|факс|☎|📞|✆|📱)\s*[:：.\-–]?\s*$"
+)
 _OTHER_ID = re.compile(
     r"\b(?:isbn(?:-1[03])?|issn|doi|pmid|order|invoice|ref|reference|sku|id|no|nr|account|acct|serial|patent|case|ticket|"
     r"tracking|zip|postcode|postal|lot|item|model|part|vat|ein|tax|registration|reg|abn|acn|siret|siren|"
@@ -135,8 +156,9 @@ def iter_windows(pattern: re.Pattern, text: str, windows):
         yield from pattern.finditer(text, start, end)
 
 
-def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
-    """(start, end, has_cue) of the phone numbers in text."""
+def phone_spans(text: str, windows=None) -> list[tuple[int, int, str]]:
+    """(start, end, rule) of the phone numbers in text; rule = the evidence that made it one:
+    "international", "national_structure", "cue_beside", "cue_after" or "cue_word"."""
     out = []
     for m in iter_windows(PHONE, text, digit_windows(text) if windows is None else windows):
         num = m.group("num")
@@ -147,10 +169,24 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
             n_digits -= len(groups.pop())  # an international number run into the next number
             num = num[:list(re.finditer(r"\d+", num))[-1].start()].rstrip(" .-/\u00a0(")
             end = start + len(num)
+        line_before = text[max(0, start - 40):start]
+        line_before = line_before[line_before.rfind("\n") + 1:].lower()
+        beside = bool(_CUE_BESIDE.search(line_before.replace('"', "").replace("'", "")))  # "phone": "..."
+        after = bool(_CUE_AFTER.match(text[end:end + 16].lower()))
+        if after and not beside and not num.startswith(("+", "00", "(")) and len(groups) >= 3 \
+                and len(groups[0]) == 5 and groups[0][0] != "0" and n_digits - 5 >= 7 and num[5] == " ":
+            # "92151 24 428557-Office": a postcode before the number the line type names
+            n_digits -= 5
+            groups.pop(0)
+            start += 6
+            num = num[6:]
         if not 5 <= n_digits <= 15:
             continue
-        if start >= 2 and text[start - 1] == ":" and text[start - 2].isdigit():
-            continue  # 11:41 2025 ...
+        if start >= 2 and text[start - 1] in ":," and text[start - 2].isdigit():
+            continue  # 11:41 2025 ..., $1,500.00 (49)
+        if len(groups) == 1 and (groups[0] in "01234567890123456789" or groups[0] in "98765432109876543210"):
+            continue  # 0123456789: a run of digits, not a number
+        quoted = start >= 1 and text[start - 1] in "\"'" and text[end:end + 1] in "\"'"
         if _is_date(groups) or (len(groups) == 2 and _is_year(groups[0]) and _is_year(groups[1])):
             continue
         if all(_is_year(g) for g in groups) or (len(groups) == 2 and "–" in num) or _TIME_RANGE.match(num):
@@ -163,9 +199,8 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
         near = before[-16:]
         if _ZIP4.match(num) and not _CUE_NOUN.search(near):
             continue  # US ZIP+4 (98034-6944)
-        cue = bool(_CUE_NOUN.search(before) or _CUE_VERB.search(before[-25:])
-                   or _CUE_AFTER.match(text[end:end + 16].lower()))
-        if _OTHER_ID.search(near) and not (_CUE_NOUN.search(near) or _CUE_VERB.search(near)):
+        cue = bool(beside or after or _CUE_NOUN.search(before) or _CUE_VERB.search(before[-25:]))
+        if _OTHER_ID.search(near) and not (beside or _CUE_NOUN.search(near) or _CUE_VERB.search(near)):
             continue
         if n_digits == 13 and groups[0][:3] in ("978", "979") and len(groups) in (1, 4, 5):
             continue  # ISBN-13 shape
@@ -185,10 +220,14 @@ def phone_spans(text: str, windows=None) -> list[tuple[int, int, bool]]:
                 ok = _possible_international(num)
         else:
             ok = n_digits <= 13 and _national_structure(num, groups, n_digits)
+        if quoted and len(groups) == 1 and not international and not beside:
+            continue  # "rValueUID":"12097489011": an id in data or code, unless its key names a phone
         if n_digits < 7:  # short numbers (small countries, short codes) only right after a phone word
             if not ((international and ok) or (_SHORT_CUE.search(text[max(0, start - 12):start].lower())
                                                and num.count(".") != 1)):
                 continue
         if ok or cue:
-            out.append((start, end, cue))
+            rule = ("international" if international else "national_structure") if ok else \
+                "cue_beside" if beside else "cue_after" if after else "cue_word"
+            out.append((start, end, rule))
     return out

@@ -1,27 +1,31 @@
 """Credentials and personal data in source code.
 
 Three families of evidence:
-1. Known providers' key formats (AWS, GitHub, GitLab, Slack, Stripe, Google, OpenAI, Anthropic,
-   Hugging Face, npm, PyPI, SendGrid, Twilio, Mailgun, Shopify, Telegram, DigitalOcean,
-   Databricks, Azure storage, JWTs) and private-key blocks: the shape is the evidence.
-2. A value assigned to a credential-like name (`password = "..."`, `"api_key": "..."`,
-   `SECRET_KEY: ...`, `<password>...</password>`, `user:pass@host` in URLs, `Bearer ...`):
-   passwords need two character classes or 10+ characters; tokens need length and entropy.
-3. Emails (the one rule of text.py).
+1. Rules, where the shape is the evidence: known providers' key formats (AWS, GitHub, GitLab, Slack,
+   Stripe, Google, OpenAI, Anthropic, Hugging Face, npm, PyPI, SendGrid, Twilio, Mailgun, Shopify,
+   Telegram, DigitalOcean, Databricks, Azure storage, JWTs), private-key blocks, `user:pass@` in URLs.
+   Obvious placeholders ("changeme", "<your-key>", "${VAR}", AWS's "...EXAMPLE" keys) are skipped and
+   counted.
+2. The credential model (secret_candidates.py -> secret_features.py -> secret_model.py): every value a
+   line binds to a name, flag, URL, auth scheme or XML element, or that has a credential's shape, is
+   scored from its name words, value shape, binding and file type; values at or above the shipped
+   threshold are credentials. Trained and evaluated on CredData by held-out repository.
+3. Emails (the one rule of text.py); test addresses (example.com/org/net, *.test, localhost) are
+   skipped and counted.
 
-Obvious placeholders are not secrets and are counted instead: "secret", "changeme", "xxx",
-"<your-key>", "${VAR}", "{{ token }}", AWS's documented "...EXAMPLE" keys, labels in other
-languages ("Passwort"), identifiers ("password_confirmation"), and test e-mail addresses
-(example.com/org/net, *.test, localhost).
+Every span says which rule or model score found it (`SecretSpan.evidence`), without the value.
 """
 
 from __future__ import annotations
 
-import math
+import base64
 import re
 from collections import Counter
 from dataclasses import dataclass
 
+from .secret_candidates import Candidate, candidates
+from .secret_features import features, line_features, name_class, name_words
+from .secret_model import load, probability
 from .text import email_spans, is_test_email
 
 PLACEHOLDERS = {"key": "<KEY>", "password": "<PASSWORD>", "private_key": "<PRIVATE_KEY>", "email": "<EMAIL>"}
@@ -55,40 +59,34 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     ("databricks_token", r"(?<![A-Za-z0-9])(dapi[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])", 1, "key"),
     ("azure_storage_key", r"AccountKey=([A-Za-z0-9+/]{86}==)", 1, "key"),
     ("jwt", r"(?<![A-Za-z0-9_\-])(eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,})", 1, "key"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[]",
+    # NATS nkey seeds: "S" + the key type (operator, account, user, cluster, server, curve), base32
+    ("nkey_seed", r"(?<![A-Z0-9])(S[ONAUCXP][A-Z2-7]{56})(?![A-Z0-9])", 1, "key"),
+    ("wechat_app_id", r"(?<![A-Za-z0-9])(wx[0-9a-f]{16})(?![A-Za-z0-9])", 1, "key"),
+    # the private members of a JSON Web Key (RFC 7518 6.2.2, 6.3.2, 6.4): d, p, q, dp, dq, qi, k (next to "kty")
+    ("jwk_private", r"(?<![\w\-])[\"']?(?:d|p|q|dp|dq|qi|k)[\"']?\s*[:=]\s*[\"']([A-Za-z0-9_\-]{20,})[\"']", 1, "key"),
+    # DER private keys in base64 without PEM armour: RSAPrivateKey / PKCS#8 start with version 0, EC with 1
+    ("der_private_key", r"(?<![A-Za-z0-9+/])((?:MII[A-Za-z0-9+/]{3}IBA[AD]|MHcCAQEE|MIGHAgEA)"
+                        r"[A-Za-z0-9+/]{60,}={0,2})", 1, "private_key"),
+    # HTTP Basic credentials (RFC 7617): base64 of "user:password"
+    ("basic_auth", r"\bBasic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
+     "password"),
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{3,128})@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
-    ("bearer_token", r"\b(?:Bearer|bearer|BEARER|Token) ((?=[A-Za-z\-._~+/]*\d)[A-Za-z0-9\-._~+/]{20,}=*)"
-                     r"(?![A-Za-z0-9\-._~+/=])", 1, "key"),
 ]]
 
-# Credential-like names: one of these words as a component of the identifier (snake, kebab, dotted or camel).
-_PASSWORD_NAME = re.compile(r"(?:^|_)(?:pass|password|passwd|passphrase|pwd|pw|passwort|contrasena|senha|motdepasse)(?:_|$)"
-                            r"|(?:password|passwd|pwd)$")
-_TOKEN_NAME = re.compile(r"(?:^|_)(?:secret|secrets|token|tokens|apikey|api_key|access_key|accesskey|private_key|"
-                         r"privatekey|secret_key|secretkey|auth_key|authkey|signing_key|encryption_key|master_key|"
-                         r"session_key|app_key|consumer_key|client_secret|credentials?|auth|bearer|webhook_secret|"
-                         r"api_secret|access_token|refresh_token|auth_token|license_key)(?:_|$)"
-                         r"|(?:secret|token|apikey|secretkey|privatekey|accesskey)$")
-_KEY_NAME = re.compile(r"(?:^|_)key$|(?:hmac|aes|rsa|jwt|cipher|crypt|sign|signing|app|master)key$")
-_NOT_A_VALUE_NAME = re.compile(r"_(?:url|uri|path|file|filename|name|id|length|len|type|field|label|header|env|var|"
-                               r"prompt|hint|regex|pattern|endpoint|dir|count|min|max|policy|expiry|expires|timeout|"
-                               r"ttl|prefix|suffix|format|mode|method|scope|scopes|source|location|help|text|message|"
-                               r"placeholder|title|error|column|param|key_name|input|class|selector|strength|"
-                               r"required|enabled|reset|confirm|confirmation|changed|rule|rules|validator)$")
-
-_ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_])(?:#define\s+)?(?P<name>[A-Za-z_$@][A-Za-z0-9_.\-]{1,60})[\"']?\]?(?:\[\d*\])?"
-    r"(?P<op>[ \t]*(?:(?::[ \t]*[&A-Za-z_][\w\[\]<>&'., |]{0,30}?[ \t]*)?=(?![=>~])|:=|=>|\|\|=|\?\?=|:(?![:/])"
-    r"|(?<=[\"'])[ \t]*,|[ \t](?=[ \t]*[\"']))[ \t]*)"
-    r"(?:[rbuf]?(?P<q>[\"'`])(?P<val>[^\"'`\n\\]{1,300})(?P=q)|(?P<bare>[A-Za-z0-9!@#%^&*+/=_.\-~]{6,300})(?=[\s,;]|$))"
-)
-_CALL_BEFORE = re.compile(r"\([ \t]*[\"']?$")
-_CODE_VALUE = re.compile(r"^\w+=\w+$")
-_LOWER_PATH = re.compile(r"^[a-z0-9_.=\-]+(?:/[a-z0-9_.=\-]+)+/?$")
-_BARE_VALUE = re.compile(r"[0-9!@#%^&*+/=]")
-_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
-_REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
-_XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.]{1,40})>(?P<val>[^<\s]{4,300})</(?P=name)>")
+# literal parts each provider pattern needs (a cheap `in` test before the regular expression scans the text)
+_GUARDS = {
+    "private_key": ("PRIVATE KEY",), "aws_access_key": ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA",
+                                                         "ANVA", "APKA", "AROA", "ASCA"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "gitlab_token": ("glpat-",), "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",), "stripe_key": ("k_live_", "k_test_"), "google_api_key": ("AIza",),
+    "google_oauth_secret": ("GOCSPX-",), "anthropic_key": ("sk-ant-",), "openai_key": ("sk-",), "huggingface_token": ("hf_",),
+    "npm_token": ("npm_",), "pypi_token": ("pypi-",), "sendgrid_key": ("SG.",), "twilio_key": ("SK",),
+    "mailgun_key": ("key-",), "shopify_token": ("shpat_", "shpss_", "shpca_", "shppa_"), "telegram_bot_token": (":AA",), "digitalocean_token": ("_v1_",),
+    "databricks_token": ("dapi",), "azure_storage_key": ("AccountKey=",), "jwt": ("eyJ",), "wechat_app_id": ("wx",),
+    "jwk_private": ("kty",), "nkey_seed": ("SO", "SN", "SA", "SU", "SC", "SX", "SP"),
+    "der_private_key": ("MII", "MHcCAQEE", "MIGHAgEA"), "basic_auth": ("Basic",), "url_credentials": ("://",),
+}
 
 _PLACEHOLDER_WORDS = re.compile(
     r"(?i)changeme|change_me|change-me|changethis|replace|your|example|sample|dummy|placeholder|fake|mock|"
@@ -98,8 +96,7 @@ _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|chan
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
-_IDENTIFIER = re.compile(r"^[a-z]+\d*(?:[_\-.:](?:[a-z]+\d?|\d{1,3}))+$|^[A-Z]+(?:_[A-Z]+\d?)+$|^[a-z]+(?:[A-Z][a-z]+)+$|"
-                         r"^[A-Z][a-z]+(?:[A-Z][a-z]+)*$|^[a-z]+$")  # labels, keys, env var names
+_REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
 
 
 @dataclass(frozen=True)
@@ -108,17 +105,7 @@ class SecretSpan:
     end: int
     kind: str
     placeholder: str  # key into PLACEHOLDERS
-
-
-def entropy(value: str) -> float:
-    """Shannon entropy in bits per character."""
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
-
-
-def _classes(value: str) -> int:
-    return sum((any(c.islower() for c in value), any(c.isupper() for c in value),
-                any(c.isdigit() for c in value), any(not c.isalnum() for c in value)))
+    evidence: str = ""  # the rule, or the model's score with the name and binding (never the value)
 
 
 def placeholder_reason(value: str) -> str | None:
@@ -130,6 +117,8 @@ def placeholder_reason(value: str) -> str | None:
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value
+    if v.endswith(":") or re.fullmatch(r"[A-ZÀ-Þ][a-zß-ÿ]+", v):
+        return "label"  # "Password:", "Passwort", "Contraseña": a form's label, not its value
     if "EXAMPLE" in v:
         return "placeholder"  # AWS's documented example keys
     if len(v) >= 4 and (v.lower() in "0123456789012345678" or v.lower() in "abcdefghijklmnopqrstuvwxyz"):
@@ -137,108 +126,120 @@ def placeholder_reason(value: str) -> str | None:
     return None
 
 
-def _normalise_name(name: str) -> str:
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("$@"))
-    return re.sub(r"[.\-]+", "_", name).lower()
+def _basic_pair(value: str) -> bool:
+    try:
+        pair = base64.b64decode(value, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return ":" in pair and pair.isprintable() and not placeholder_reason(pair.split(":", 1)[1] or "x")
 
 
-def _label_reason(value: str, norm: str, is_password: bool) -> str | None:
-    """Why a value assigned to a credential-like name is a label, a name or code, not a secret."""
-    core = value.strip(" :*…")
-    if core != value and core.isalpha():
-        return "label"  # "Password:", "Passwort*"
-    if any(c.isspace() for c in value) or not value.isascii() or _normalise_name(value) in norm \
-            or value.startswith(("/", "./", "http")) or "://" in value:
-        return "label"
-    if _IDENTIFIER.match(value) and not (is_password and "-" in value and "_" not in value
-                                         and not re.search(r"(?i)pass|pwd|word|user|name|field", value)):
-        return "label"  # keys and labels; a kebab-case passphrase assigned to a password stays
-    if value.isalpha() or _DOTTED_NAME.match(value) or _CODE_VALUE.match(value) or _LOWER_PATH.match(value) \
-            or (len(norm) >= 2 and norm in _normalise_name(value)):
-        return "label"  # ClassNames, obj.attr, key=value, paths, values that repeat the name
-    return None
-
-
-def _judge_assignment(name: str, value: str) -> tuple[str | None, str | None]:
-    """(kind, None) for a credential, (None, skip reason) for a placeholder/label, (None, None) otherwise."""
-    norm = _normalise_name(name)
-    is_password = bool(_PASSWORD_NAME.search(norm))
-    is_token = bool(_TOKEN_NAME.search(norm))
-    if not (is_password or is_token):
-        # `hmac_key = "..."`: a bare "key" name counts only for a long, random-looking value (no counters:
-        # most `key = ...` lines are dictionary keys)
-        if _KEY_NAME.search(norm) and not _NOT_A_VALUE_NAME.search(norm) and len(value) >= 20 \
-                and entropy(value) >= 3.5 and _classes(value) >= 2 and not placeholder_reason(value) \
-                and not _label_reason(value, norm, False):
-            return "generic_secret", None
-        return None, None
-    if _NOT_A_VALUE_NAME.search(norm) or norm.endswith(("_key_id", "_keys")):
-        return None, None
-    if reason := placeholder_reason(value) or _label_reason(value, norm, is_password):
-        return None, reason
-    if is_password and len(value) >= 6 and (_classes(value) >= 2 or len(value) >= 10):
-        return "password", None
-    if len(value) >= 16 and entropy(value) >= 3.0 and _classes(value) >= 2 or len(value) >= 8 and _classes(value) >= 3:
-        return ("aws_secret_key" if "aws" in norm else "generic_secret"), None
-    return None, "low_entropy"
-
-
-def find_secrets(text: str, kinds: frozenset[str] | None = None) -> tuple[list[SecretSpan], Counter]:
-    """Non-overlapping secret spans in text order, and counters of skipped placeholders."""
-    skipped: Counter = Counter()
-    spans: list[SecretSpan] = []
-    want = (lambda k: True) if kinds is None else kinds.__contains__
+def find_rule_secrets(text: str, kinds: frozenset[str] | None = None,
+                      skipped: Counter | None = None) -> list[SecretSpan]:
+    """Provider key shapes, private-key blocks and URL passwords (placeholders skipped and counted)."""
+    skipped = Counter() if skipped is None else skipped
+    out = []
     for kind, pattern, group, ph in PROVIDER_PATTERNS:
-        if not want(kind):
+        if kinds is not None and kind not in kinds:
             continue
+        guard = _GUARDS.get(kind)
+        if guard is not None and not any(g in text for g in guard):
+            continue  # the pattern's literal part is not in the text: skip the scan
         for m in pattern.finditer(text):
             value = m.group(group)
             if kind == "private_key" and len(re.findall(r"[A-Za-z0-9+/=]", value)) < 200:
                 skipped["secret_skipped_placeholder"] += 1
                 continue
-            if kind == "url_credentials":  # the position says it is a password: only placeholders are skipped
-                if reason := placeholder_reason(value):
-                    skipped[f"secret_skipped_{reason}"] += 1
-                    continue
-            elif kind == "bearer_token":
-                k, reason = _judge_assignment("token", value)
-                if reason or not k:
-                    skipped[f"secret_skipped_{reason or 'low_entropy'}"] += 1
-                    continue
-            elif kind != "private_key" and placeholder_reason(value):
-                skipped["secret_skipped_placeholder"] += 1
+            if kind == "jwk_private" and "kty" not in text[max(0, m.start() - 600):m.end() + 600]:
+                continue  # a JWK member only inside a JSON Web Key
+            if kind == "basic_auth" and not _basic_pair(value):
+                continue  # base64 that does not decode to user:password
+            if kind != "private_key" and (reason := placeholder_reason(value)):
+                skipped[f"secret_skipped_{reason}"] += 1
                 continue
-            spans.append(SecretSpan(m.start(group), m.end(group), kind, ph))
-    if want("password") or want("generic_secret") or want("aws_secret_key"):
-        for pattern in (_ASSIGN, _XML):
-            for m in pattern.finditer(text):
-                value = m.group("val") if m.group("val") is not None else m.group("bare")
-                if m.group("val") is None and (m.group("op").strip() in ("", ",") or not _BARE_VALUE.search(value)
-                                               or _DOTTED_NAME.match(value)):
-                    continue  # unquoted values only in config syntax (KEY=value, key: value), never a type or name
-                if (m.groupdict().get("op") or "").strip() == "," and not _CALL_BEFORE.search(text, max(0, m.start() - 40), m.start()):
-                    continue  # ("NAME", "value") only as a call's arguments (setdefault, getenv), not in a list
-                kind, reason = _judge_assignment(m.group("name"), value)
-                if reason:
-                    skipped[f"secret_skipped_{reason}"] += 1
-                elif kind and want(kind):
-                    start = m.start("val") if m.group("val") is not None else m.start("bare")
-                    spans.append(SecretSpan(start, start + len(value), kind,
-                                            "password" if kind == "password" else "key"))
-    if want("email"):
+            out.append(SecretSpan(m.start(group), m.end(group), kind, ph, f"rule:{kind}"))
+    return out
+
+
+def candidate_features(text: str, ext: str = "", skip=None):
+    """(candidate, features) for every candidate value of the model in text; a candidate for which
+    `skip(candidate)` is true comes as (candidate, None), before any feature is computed."""
+    cands = candidates(text)
+    per_line = Counter(c.line for c in cands)  # counted over all candidates, skipped ones included
+    line_cache: dict[int, tuple] = {}
+    for c in cands:
+        if skip is not None and skip(c):
+            yield c, None
+            continue
+        if c.line not in line_cache:
+            s = text.rfind("\n", 0, c.start) + 1
+            e = text.find("\n", c.start)
+            line_cache[c.line] = line_features(text[s:len(text) if e < 0 else e])
+        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line])
+
+
+def _model_kind(c: Candidate, text: str) -> str:
+    words = name_words(c.name)
+    cls = name_class(words)
+    if cls == "password" or c.op == "url":
+        return "password"
+    if "aws" in words:
+        return "aws_secret_key"
+    if cls == "none" and c.op == "shape:uuid":
+        return "uuid"
+    return "generic_secret"
+
+
+def find_model_secrets(text: str, ext: str = "", kinds: frozenset[str] | None = None,
+                       skipped: Counter | None = None) -> list[SecretSpan]:
+    weights, threshold = load()
+    out = []
+    reasons: dict[int, str] = {}
+
+    def placeholder(c: Candidate) -> bool:  # placeholders and labels: counted, never scored
+        reason = placeholder_reason(text[c.start:c.end])
+        if reason:
+            reasons[c.start] = reason
+        return reason is not None
+
+    for c, feats in candidate_features(text, ext, skip=placeholder):
+        if feats is None:
+            if skipped is not None:
+                skipped[f"secret_skipped_{reasons[c.start]}"] += 1
+            continue
+        p = probability(feats, weights)
+        if p < threshold:
+            if skipped is not None and name_class(name_words(c.name)) in ("password", "secret", "key"):
+                skipped["secret_skipped_model_below_threshold"] += 1
+            continue
+        kind = _model_kind(c, text)
+        if kinds is None or kind in kinds:
+            out.append(SecretSpan(c.start, c.end, kind, "password" if kind == "password" else "key",
+                                  f"model:{p:.2f} name={c.name[:40]!r} op={c.op}"))
+    return out
+
+
+def find_secrets(text: str, kinds: frozenset[str] | None = None, ext: str = "") -> tuple[list[SecretSpan], Counter]:
+    """Non-overlapping secret spans in text order, and counters of skipped placeholders.
+
+    `ext` is the file's extension (".py", ".yml"; "" when unknown), one of the model's features."""
+    skipped: Counter = Counter()
+    spans = find_rule_secrets(text, kinds, skipped)
+    spans += find_model_secrets(text, ext, kinds, skipped)
+    if kinds is None or "email" in kinds:
         for start, end in email_spans(text):
             if is_test_email(text[start:end]):
                 skipped["email_skipped_test_address"] += 1
             else:
-                spans.append(SecretSpan(start, end, "email", "email"))
+                spans.append(SecretSpan(start, end, "email", "email", "rule:email"))
     taken: list[SecretSpan] = []
-    for s in spans:  # earlier evidence wins overlaps: provider shapes, then assignments, then emails
+    for s in spans:  # earlier evidence wins overlaps: rules, then the model, then emails
         if all(s.end <= t.start or s.start >= t.end for t in taken):
             taken.append(s)
     return sorted(taken, key=lambda s: s.start), skipped
 
 
-KINDS = tuple(k for k, *_ in PROVIDER_PATTERNS) + ("aws_secret_key", "password", "generic_secret", "email")
+KINDS = tuple(k for k, *_ in PROVIDER_PATTERNS) + ("aws_secret_key", "password", "generic_secret", "uuid", "email")
 
 
 def redact_secrets(text: str, spans: list[SecretSpan], placeholders: dict[str, str] = PLACEHOLDERS) -> str:

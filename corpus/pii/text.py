@@ -71,6 +71,7 @@ class Span:
     end: int
     category: str
     strong: bool = True  # enough evidence to drop the document on (cards and SSNs need a cue or a check)
+    rule: str = ""  # the evidence: "luhn+iin", "mod97", "phone:cue_beside", ...
 
 
 def is_test_email(address: str) -> bool:
@@ -157,34 +158,36 @@ def _ip_spans(text: str, windows):
 def _candidates(text: str, categories):
     if "email" in categories:
         for start, end in email_spans(text):
-            yield Span(start, end, "email")
+            yield Span(start, end, "email", True, "email")
     windows = digit_windows(text)
     if not windows:  # no digit runs: only IPv6 addresses written with few digits can be here
         if "ip" in categories:
             for start, end in _ip_spans(text, windows):
-                yield Span(start, end, "ip")
+                yield Span(start, end, "ip", True, "ipv6")
         return
     if "iban" in categories:
         for start, end in _iban_spans(text):
-            yield Span(start, end, "iban")
+            yield Span(start, end, "iban", True, "iban:length+mod97")
     if "card" in categories:
         for start, end in _card_spans(text, windows):
             groups = tuple(len(g) for g in re.split(r"[ \-]", text[start:end]))
             strong = groups in _CARD_GROUPINGS or bool(_CARD_CUE.search(_window(text, start)))
-            yield Span(start, end, "card", strong)
+            yield Span(start, end, "card", strong, "card:luhn+iin" + ("+grouping" if groups in _CARD_GROUPINGS else "")
+                       + ("+cue" if _CARD_CUE.search(_window(text, start)) else ""))
     if "ssn" in categories:
         for m in iter_windows(_SSN_DASHED, text, windows):
             if ssn_ok(*m.groups()):
-                yield Span(m.start(), m.end(), "ssn", bool(_SSN_CUE.search(_window(text, m.start()))))
+                cued = bool(_SSN_CUE.search(_window(text, m.start())))
+                yield Span(m.start(), m.end(), "ssn", cued, "ssn:dashed" + ("+cue" if cued else ""))
         for m in iter_windows(_SSN_OTHER, text, windows):
             if "-" not in m.group() and ssn_ok(*m.groups()) and _SSN_CUE.search(_window(text, m.start(), 30)):
-                yield Span(m.start(), m.end(), "ssn", True)
+                yield Span(m.start(), m.end(), "ssn", True, "ssn:cue")
     if "ip" in categories:
         for start, end in _ip_spans(text, windows):
-            yield Span(start, end, "ip")
+            yield Span(start, end, "ip", True, "ip")
     if "phone" in categories:
-        for start, end, _ in phone_spans(text, windows):
-            yield Span(start, end, "phone")
+        for start, end, rule in phone_spans(text, windows):
+            yield Span(start, end, "phone", True, f"phone:{rule}")
 
 
 def find_pii(text: str, categories: tuple[str, ...] = CATEGORIES) -> list[Span]:

@@ -1,16 +1,18 @@
-"""Source repositories -> one row per file with repository, path, language and the repo's license.
+"""Source repositories -> one row per file with its repository and path, and what license decisions read.
 
 Two kinds of input (`format: repos`):
 - a directory: a folder of repositories (`repo_depth: 1`, each subfolder a repository; 2 for
   `owner/name` folders; 0 when the input itself is one repository);
 - a Parquet or JSON Lines file of files with repository metadata (The Stack style): one row per
   file with its repository and path columns. Rows of one repository are grouped (the whole file is
-  read, so keep such files to a few hundred MB) and the license is detected from the repository's
-  own license files among them, unless `license_field` names a column that already holds it.
+  read, so keep such files to a few hundred MB).
 
-Rows: id, source (`repo:path`), text, repository, path, language (null for non-code files),
-license (an SPDX expression, or `unknown`), license_method (how it was found), license_evidence (which
-evidence decided and how, and what else was recorded: `corpus.code.license.Detection.explain`).
+Rows: id, source (`repo:path`), text, repository, path, and `license_inputs`: the texts of the
+repository's license files, REUSE files, package metadata and READMEs and the first lines of files
+that mention a license (corpus/code/license_inputs.py), one JSON document per repository,
+dictionary-encoded so a batch holds it once. The reader reads; `code_license_v1` decides the license
+from those inputs and `code_language_v1` the language. With `license_field` the input table already
+says each row's license: the rows get that `license` column instead (`unknown` where it is empty).
 Binary, oversized and undecodable files are reported as record errors (`binary`, `too_large`,
 `invalid_utf8`), so they are counted, not lost silently.
 """
@@ -34,10 +36,11 @@ from manifests.config import require
 from .base import InputFile, OnRecordError, Reader, stable_id
 from .jsonl import open_decompressed
 
-SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("text", pa.string()),
-                    ("repository", pa.string()), ("path", pa.string()), ("language", pa.string()),
-                    ("license", pa.string()), ("license_method", pa.string()),
-                    ("license_evidence", pa.string())])
+FILE_FIELDS = [("id", pa.string()), ("source", pa.string()), ("text", pa.string()), ("repository", pa.string()),
+               ("path", pa.string())]
+SCHEMA = pa.schema(FILE_FIELDS + [("license_inputs", pa.dictionary(pa.int32(), pa.string()))])
+GIVEN_SCHEMA = pa.schema(FILE_FIELDS + [("license", pa.string())])  # `license_field`: the table's own licenses
+PLAIN_SCHEMA = pa.schema(FILE_FIELDS)  # detect_license: false
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,8 +48,8 @@ class ReposConfig:
     repo_depth: int = 1  # directory inputs: folder levels that name a repository (0 = the input is one)
     exclude: list[str] = field(default_factory=lambda: [".git", ".hg", ".svn", "node_modules", "__pycache__"])
     max_file_bytes: int = 1_000_000  # larger files -> record error `too_large`
-    detect_license: bool = True
-    max_header_files: int = 30  # source files whose headers feed license detection
+    detect_license: bool = True  # carry the license inputs for code_license_v1 (false: the rows only)
+    max_header_files: int = 30  # files whose first lines are carried for the license's header evidence
     # table inputs (.parquet / .jsonl[.gz|.zst]):
     repository_field: str = "repository"
     path_field: str = "path"
@@ -71,14 +74,15 @@ class ReposReader(Reader):
             repos = self._directory_repos(loc)
         else:
             repos = self._table_repos(loc, on_record_error)
+        schema = GIVEN_SCHEMA if self.config.license_field else SCHEMA if self.config.detect_license else PLAIN_SCHEMA
         rows: list[dict] = []
         for name, files, given in repos:
             rows.extend(self._repo_rows(name, files, given, loc.uri, on_record_error))
             while len(rows) >= batch_rows:
-                yield pa.Table.from_pylist(rows[:batch_rows], schema=SCHEMA)
+                yield pa.Table.from_pylist(rows[:batch_rows], schema=schema)
                 rows = rows[batch_rows:]
         if rows:
-            yield pa.Table.from_pylist(rows, schema=SCHEMA)
+            yield pa.Table.from_pylist(rows, schema=schema)
 
     # --- directory input ---------------------------------------------------------------------
 
@@ -161,8 +165,6 @@ class ReposReader(Reader):
 
     def _repo_rows(self, name: str, files: dict[str, Callable[[], bytes]], given: dict[str, str] | None,
                    uri: str, on_record_error: OnRecordError) -> list[dict]:
-        from corpus.code.language import language_of
-
         texts: dict[str, str] = {}
         for path, opener in files.items():
             try:
@@ -177,26 +179,20 @@ class ReposReader(Reader):
                 texts[path] = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 on_record_error(RecordError(uri, f"{name}:{path}", f"invalid_utf8: byte {exc.start}"))
-        languages = {p: language_of(p, t[:512]) for p, t in texts.items()}
-        license, method, explained = (("unknown", "given", "given by the input table") if given is not None
-                                      else self._license(texts, languages))
+        extra: dict = {}
+        if given is None and self.config.detect_license:
+            from corpus.code.license_inputs import collect, pack
+
+            blob = pack(collect(sorted(texts), texts.get, max_heads=self.config.max_header_files))
+            extra = {"license_inputs": blob}
         rows = []
         for path, text in texts.items():
-            lic = given.get(path, "unknown") if given is not None else license
-            rows.append({"id": stable_id(f"{name}:{path}", 0), "source": f"{name}:{path}", "text": text,
-                         "repository": name, "path": path, "language": languages[path], "license": lic,
-                         "license_method": method, "license_evidence": explained})
+            row = {"id": stable_id(f"{name}:{path}", 0), "source": f"{name}:{path}", "text": text,
+                   "repository": name, "path": path, **extra}
+            if given is not None:
+                row["license"] = given.get(path, "unknown")
+            rows.append(row)
         return rows
-
-    def _license(self, texts: dict[str, str], languages: dict[str, str | None]) -> tuple[str, str, str]:
-        if not self.config.detect_license:
-            return "unknown", "off", "detection off"
-        from corpus.code.license import detect_repository
-
-        sources = [p for p in sorted(texts) if languages[p]][: self.config.max_header_files]
-        det = detect_repository(list(texts), texts.__getitem__, source_paths=sources)
-        methods = sorted({e.method for e in det.evidence if e.decided} or {det.status})
-        return det.expression, "+".join(methods), det.explain()
 
 
 class _TooLarge(Exception):

@@ -1,4 +1,6 @@
-"""`code_language_v1`: keeps code files in the listed languages (`not_code`, `language:<name>`)."""
+"""`code_language_v1`: the language of each file (from its path, shebang and first lines), written as the
+`language` column, and a filter on it: keeps code files in the listed languages (`not_code`,
+`language:<name>`). A `language` column the input already has is used as it is."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from manifests.errors import ConfigError
 
 from ..code.language import language_of
 from ..registry import register
-from ..stage import Filter
+from ..stage import Mapper, with_columns
 
 # The report's 14 common languages are not all named; these are the eight it names plus the six
 # most common others in permissive GitHub code.
@@ -29,19 +31,21 @@ class LanguageConfig:
 
 
 @register
-class CodeLanguage(Filter):
-    """Keeps code in the listed languages; uses the `language` column, else detects from `path`."""
+class CodeLanguage(Mapper):
+    """Keeps code in the listed languages; uses the `language` column, else detects it from `path` and adds it."""
 
     name = "code_language_v1"
     Config = LanguageConfig
 
-    def reasons(self, table: pa.Table) -> pa.Array:
+    def transform(self, table: pa.Table) -> tuple:
         if "language" in table.schema.names:
             lang = table.column("language")
+            out = table
         elif "path" in table.schema.names:
             heads = pc.utf8_slice_codeunits(table.column("text"), 0, 512).to_pylist()
             lang = pa.array([language_of(p or "", h) for p, h in zip(table.column("path").to_pylist(), heads)],
                             pa.string())
+            out = with_columns(table, {"language": lang})
         else:
             raise ConfigError(f"{self.name}: needs a `language` or `path` column (read with `format: repos`)")
         null = pa.scalar(None, pa.string())
@@ -50,4 +54,4 @@ class CodeLanguage(Filter):
             listed = pc.is_in(lang, value_set=pa.array(self.config.languages, pa.string()))
             other = pc.binary_join_element_wise(pa.scalar("language:"), lang, "")
             reasons = pc.if_else(listed, null, other)
-        return pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)
+        return out, pc.if_else(pc.is_null(lang), pa.scalar("not_code"), reasons)

@@ -172,6 +172,9 @@ class Decontaminate(GlobalStage):
     def bind(self, state) -> Stage:
         return ApplyDecontam(self.config, state)
 
+    def build_fixed(self) -> None:
+        build_index(self.config)
+
 
 _ARTIFACT_CACHE: dict[tuple, pa.Table] = {}
 

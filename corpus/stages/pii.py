@@ -4,12 +4,15 @@ found by corpus/pii, then per category redacted with a placeholder (`<EMAIL>`), 
 
 A drop needs strong evidence: a card or SSN without a card/SSN word near it (or, for cards, the
 network's printed grouping) is redacted instead and counted as `pii_<category>_weak_redacted`.
+Evidence: `pii__evidence` (JSON per row: start, end, category, rule, action of every value redacted
+or dropped on; null when none) and, on dropped rows, the same in `drop_detail`.
 Counters: `pii_<category>` = values found; `pii_email_test_address` = documentation addresses
 (example.com, *.test) among them, skipped when `skip_test_emails` is set.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
@@ -48,8 +51,9 @@ class PiiConfig:
 class Pii(Mapper):
     """Redacts, drops (`pii_<category>`) or counts emails, phones, IPs, cards, SSNs, IBANs."""
 
-    name = "pii_v2"
+    name = "pii_v3"
     Config = PiiConfig
+    detail_column = "pii__evidence"
 
     def describe(self) -> dict:
         import phonenumbers  # its metadata decides which international numbers are possible
@@ -59,7 +63,7 @@ class Pii(Mapper):
     def transform(self, table: pa.Table):
         cfg = self.config
         active = tuple(c for c in CATEGORIES if cfg.actions.get(c, "ignore") != "ignore")
-        new_texts, reasons, per_row = [], [], []
+        new_texts, reasons, per_row, evidence = [], [], [], []
         counters: Counter = Counter()
         for text in table.column("text").to_pylist():
             spans = find_pii(text, active) if text else []
@@ -81,10 +85,14 @@ class Pii(Mapper):
                 elif action == "redact":
                     to_redact.append(s)
             new_texts.append(redact(text, to_redact, cfg.placeholders) if to_redact and not drop else text)
+            acted = [(s, "redact") for s in to_redact] if not drop else \
+                [(s, "drop") for s in spans if s.category == drop and s.strong]
+            evidence.append(json.dumps([{"start": s.start, "end": s.end, "category": s.category, "rule": s.rule,
+                                         "action": a} for s, a in acted]) if acted else None)
             reasons.append(f"pii_{drop}" if drop else None)
             per_row.append(dict(found))
             counters["rows_redacted"] += bool(to_redact and not drop)
-        columns = {"text": pa.array(new_texts, pa.string())}
+        columns = {"text": pa.array(new_texts, pa.string()), "pii__evidence": pa.array(evidence, pa.string())}
         if cfg.add_counts_column:
             columns["pii__counts"] = pa.array([list(d.items()) for d in per_row], pa.map_(pa.string(), pa.int32()))
         return with_columns(table, columns), pa.array(reasons, pa.string()), {k: v for k, v in counters.items() if v}

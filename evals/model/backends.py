@@ -51,6 +51,14 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     return text if cut < 0 else text[:cut]
 
 
+def check_generation_room(lm: LM, max_new_tokens: int) -> None:
+    """A generation of `max_new_tokens` needs room for a prompt inside `max_length` (else the prompt was sliced
+    from a negative offset: garbage in, scores out)."""
+    if max_new_tokens >= lm.max_length:
+        raise ConfigError(f"--max-length {lm.max_length} leaves no room for a prompt before {max_new_tokens} new "
+                          f"tokens; give --max-length above {max_new_tokens}")
+
+
 class _TokenLM(LM):
     """Shared by the backends that own a tokenizer and a forward pass: batching and scoring."""
 
@@ -87,6 +95,9 @@ class _TokenLM(LM):
             ctx, cont = self.encode_pair(context, continuation)
             if not cont:
                 raise ValueError(f"loglikelihood request {i}: empty continuation after tokenizing {continuation!r}")
+            if len(cont) > self.max_length:  # the scored span would be cut, and its score taken from elsewhere
+                raise ConfigError(f"loglikelihood request {i}: the continuation is {len(cont)} tokens, more than "
+                                  f"--max-length {self.max_length}; raise --max-length")
             whole = (ctx + cont)[-(self.max_length + 1):]
             rows.setdefault(tuple(whole[:-1]), []).append((i, cont))
         items = sorted(rows.items(), key=lambda it: -len(it[0]))  # longest first: memory trouble shows early
@@ -123,16 +134,17 @@ class MegatronLM(_TokenLM):
     def __init__(self, checkpoint: str | Path, *, max_length: int = 4096, token_budget: int = 4096,
                  sdpa: bool = True):
         from training import parallel
+        from training.checkpoint import checkpoint_tokenizer as checkpoint_tokenizer_entry
         from training.checkpoint import open_checkpoint
         from training.trainer import load_model
 
         self.info = open_checkpoint(checkpoint)
         kernels = self.info.manifest.get("kernels", "local")
         parallel.setup(parallel.ParallelConfig(kernels=kernels))
-        # local layers: swap in fused SDPA core attention (evals/model/sdpa.py); TE layers are fused already
+        # local layers: swap in fused SDPA core attention (training/model/sdpa.py); TE layers are fused already
         self.sdpa = sdpa and kernels == "local"
         if self.sdpa:
-            from .sdpa import build_eval_model
+            from training.model.sdpa import build_eval_model
 
             self.model = build_eval_model(self.info, seq_length=max_length)
         else:
@@ -140,14 +152,18 @@ class MegatronLM(_TokenLM):
         self.model.eval()
         self.device = parallel.device()
         self.max_length, self.token_budget = max_length, token_budget
-        self.tokenizer = checkpoint_tokenizer(self.info)
-        self.eod_id = int(self.info.manifest["data"]["eod_id"])
+        entry = checkpoint_tokenizer_entry(self.info)
+        self.tokenizer = tokenizer_of_entry(entry)
+        self.eod_id = int(entry.get("eod_id") or 0)
 
     def describe(self) -> dict:
+        from training.checkpoint import weights_id
+
         m = self.info.manifest
-        return {"backend": self.name, "checkpoint": str(self.info.directory), "run": m.get("run"),
+        return {"backend": self.name, "checkpoint": str(self.info.directory), "weights_id": weights_id(self.info),
+                "run": m.get("run"),
                 "stage": m.get("stage"), "step": m.get("step"), "tokens_seen": m.get("tokens_seen"),
-                "data": m["data"].get("source_id"), "eval_loss": (m.get("eval") or [[None, None]])[-1][1],
+                "data": m["data"].get("source_id"), "eval_loss": _held_out_loss(m),
                 "core_attention": "sdpa" if self.sdpa else "megatron"}
 
     def encode(self, text):
@@ -168,6 +184,7 @@ class MegatronLM(_TokenLM):
         token by token (forced) until it ends; batches are formed from prompts of similar length."""
         from megatron.core.inference.contexts import StaticInferenceContext
 
+        check_generation_room(self, max_new_tokens)
         encoded = [self.encode(p)[-(self.max_length - max_new_tokens):] for p in prompts]
         order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
         out: list[str] = [""] * len(prompts)
@@ -212,6 +229,12 @@ class MegatronLM(_TokenLM):
         return out
 
 
+def _held_out_loss(manifest: dict):
+    """The last held-out loss a checkpoint recorded: a number (pretraining) or a figures dict (post-training)."""
+    last = (manifest.get("eval") or [[None, None]])[-1][1]
+    return last.get("loss") if isinstance(last, dict) else last
+
+
 class HFLM(_TokenLM):
     """A transformers causal LM folder (the `train export-hf` output, or any local model folder)."""
 
@@ -243,6 +266,7 @@ class HFLM(_TokenLM):
 
     @torch.no_grad()
     def generate(self, prompts, *, max_new_tokens=256, stop=(), temperature=0.0, seed=0):
+        check_generation_room(self, max_new_tokens)
         out = []
         torch.manual_seed(seed)
         sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else \
@@ -326,13 +350,16 @@ class VLLMLM(LM):  # pragma: no cover - GPU only
 
 
 def checkpoint_tokenizer(info):
-    """The checkpoint's tokenizer as an object with encode/decode: UTF-8 bytes (byte mixtures) or the
-    project's tokenizer artifact (corpus.mix.tokenizer)."""
-    from training.export_hf import checkpoint_tokenizer as entry
+    """The checkpoint's tokenizer as an object with encode/decode: the one it recorded and carries
+    (training/checkpoint.py), UTF-8 bytes or the tokenizer file copied into the checkpoint."""
+    from training.checkpoint import checkpoint_tokenizer as entry
 
-    tok = entry(info)
+    return tokenizer_of_entry(entry(info))
+
+
+def tokenizer_of_entry(tok: dict):
     if tok.get("kind") == "bytes":
-        return ByteTokenizer(eod_id=int(tok.get("eod_id", 0)))
+        return ByteTokenizer(eod_id=int(tok.get("eod_id") or 0))
     from corpus.mix.tokenizer.artifact import load_tokenizer
 
     return load_tokenizer(tok["model_file"])

@@ -43,7 +43,7 @@ def add_model_parser(ksub) -> None:
 
 def cmd_model(args) -> int:
     from .backends import load_lm
-    from .runner import evaluate, expand_tasks, task_registry, write_results
+    from .runner import default_out, evaluate, expand_tasks, task_registry, write_results
 
     if args.list:
         for name, (family, _) in task_registry().items():
@@ -51,6 +51,7 @@ def cmd_model(args) -> int:
         return 0
     if args.tasks == "preference":
         return cmd_preference(args)
+    check_options(args)
     tasks = expand_tasks(args.tasks)
     lm = load_lm(args.checkpoint, backend=args.backend, max_length=args.max_length, base_url=args.base_url)
     options = {t: {"samples": args.code_samples} for t in ("humaneval", "mbpp")}
@@ -60,13 +61,23 @@ def cmd_model(args) -> int:
         options["summaries"] = {"judge": load_backend(args.judge)}
     result = evaluate(lm, tasks, limit=args.limit, data_dir=args.data_dir, options=options,
                       log=(lambda *_: None) if args.json else print)
-    out = Path(args.out or Path("data/evals/model") / Path(args.checkpoint).resolve().name)
-    path = write_results(result, out)
+    path = write_results(result, Path(args.out) if args.out else default_out(result["model"], args.checkpoint))
     if args.json:
         print(path.read_text())
     else:
         print(f"results in {path}")
     return 0
+
+
+def check_options(args) -> None:
+    """The numbers, before any model is loaded: a limit of 0 or -1 used to score nothing (or all but one
+    item) and report it as a result."""
+    from manifests.config import require_number
+
+    if args.limit is not None:
+        require_number(args.limit, "--limit", ge=1, integer=True, where="eval model")
+    require_number(args.max_length, "--max-length", ge=2, integer=True, where="eval model")
+    require_number(args.code_samples, "--code-samples", ge=1, integer=True, where="eval model")
 
 
 def cmd_preference(args) -> int:
@@ -76,8 +87,13 @@ def cmd_preference(args) -> int:
 
     from training.reward import preference_eval
 
+    from training.checkpoint import open_checkpoint, weights_id
+
+    check_options(args)
     report = preference_eval(args.checkpoint, args.pairs, fmt=args.pairs_format, max_records=args.limit)
-    out = Path(args.out or Path("data/evals/model") / (Path(args.checkpoint).resolve().name + "-preference"))
+    info = open_checkpoint(args.checkpoint)
+    out = Path(args.out or Path("data/evals/model") / f"{info.manifest.get('run')}-{info.directory.name}-"
+                                                      f"{weights_id(info)[:12]}-preference")
     out.mkdir(parents=True, exist_ok=True)
     payload = {"task": "preference", "checkpoint": str(args.checkpoint), "pairs": str(args.pairs),
                **{k: v for k, v in report.items() if k != "table"}}

@@ -54,7 +54,9 @@ def read_jsonl(path: Path) -> list[dict]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise RecordError(f"{path}: line {n} is not JSON ({exc.msg})") from None
+                raise RecordError(str(path), f"line {n}", f"not JSON ({exc.msg})") from None
+            if not isinstance(rows[-1], dict):
+                raise RecordError(str(path), f"line {n}", f"a JSON {type(rows[-1]).__name__}, not an object")
     return rows
 
 
@@ -71,9 +73,14 @@ def read_mmlu(folder: Path, split: str) -> dict[str, list[dict]]:
         items = []
         for n, row in enumerate(rows, 1):
             if len(row) != 6:
-                raise RecordError(f"{path}: row {n} has {len(row)} fields, expected 6")
+                raise RecordError(str(path), f"row {n}", f"{len(row)} fields, expected 6")
             answer = row[5].strip()
-            idx = "ABCD".index(answer) if answer in "ABCD" and answer else int(answer)
+            if answer and answer in "ABCD":
+                idx = "ABCD".index(answer)
+            elif answer in ("0", "1", "2", "3"):
+                idx = int(answer)
+            else:
+                raise RecordError(str(path), f"row {n}", f"answer {answer!r} is not one of A-D or 0-3")
             items.append({"question": row[0], "choices": row[1:5], "answer": idx})
         out[subject] = items
     if not out:
@@ -85,5 +92,5 @@ def require_fields(path: Path, rows: list[dict], fields: tuple[str, ...]) -> lis
     for n, row in enumerate(rows, 1):
         missing = [f for f in fields if f not in row]
         if missing:
-            raise RecordError(f"{path}: record {n} lacks {missing}")
+            raise RecordError(str(path), f"record {n}", f"lacks {missing}")
     return rows

@@ -78,7 +78,9 @@ def run(root: str | Path, *, checkpoints: list[str | Path] | None = None, limit:
         result["limit"] = {"loglik": limit, "generation": gen_limit}
         if judge is not None:
             result["tasks"]["summaries"] = run_summaries(lm, None, min(limit, 4), judge=judge)
-        path = write_results(result, out_root / f"{base.info.manifest.get('run')}-step-{base.info.step}")
+        # one folder per weights: a rerun on the same weights replaces it, other weights get their own
+        wid = base.describe()["weights_id"][:12]
+        path = write_results(result, out_root / f"{base.info.manifest.get('run')}-step-{base.info.step}-{wid}")
         results.append(result)
         paths.append(path)
     if len(results) > 1:

@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from manifests.errors import RecordError
+
 from .data import data_file, read_jsonl, read_mmlu, require_fields
 
 GAUNTLET = "llm_foundry_gauntlet"
@@ -92,12 +94,23 @@ def gauntlet_items(folder: Path, rel: str, limit: int | None) -> list[Choice]:
     rows = read_jsonl(path)[:limit] if limit else read_jsonl(path)
     name = Path(rel).stem
     if rows and "context_options" in rows[0]:
-        return schema_items(require_fields(path, rows, ("context_options", "continuation", "gold")), name)
-    if rows and "choices" in rows[0]:
-        return mc_items(require_fields(path, rows, ("query", "choices", "gold")), name)
-    if rows and "continuation" in rows[0]:
-        return cloze_items(require_fields(path, rows, ("context", "continuation")), name)
-    raise ValueError(f"{path}: not a log-likelihood task (fields {sorted(rows[0]) if rows else []})")
+        build, fields = schema_items, ("context_options", "continuation", "gold")
+    elif rows and "choices" in rows[0]:
+        build, fields = mc_items, ("query", "choices", "gold")
+    elif rows and "continuation" in rows[0]:
+        build, fields = cloze_items, ("context", "continuation")
+    else:
+        raise RecordError(str(path), "record 1", f"not a log-likelihood task (fields {sorted(rows[0]) if rows else []})")
+    require_fields(path, rows, fields)
+    for n, row in enumerate(rows, 1):  # a malformed item is one line naming it, not a TypeError later
+        try:
+            (item,) = build([row], name)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RecordError(str(path), f"record {n}", f"malformed item ({type(exc).__name__}: {exc})") from None
+        if item.gold != -1 and not 0 <= item.gold < len(item.requests):
+            raise RecordError(str(path), f"record {n}", f"gold {item.gold} is not one of its "
+                                                        f"{len(item.requests)} choices")
+    return build(rows, name)
 
 
 def mmlu_prompt_header(subject: str) -> str:

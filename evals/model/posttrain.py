@@ -3,7 +3,7 @@ and summaries graded Good/Poor by an LLM judge.
 
 BFCL (v4 data: simple_python, multiple, parallel, parallel_multiple): the model sees the functions as JSON
 and answers with Python call syntax, `[f(a=1, b="x"), g(c=2.5)]`; calls are parsed with `ast` (no eval)
-and checked with the project's AST checker (synth.tools.ast_check: name, no unknown parameters, required
+and checked with the project's AST checker (synth/checkers/toolcalls.py, on synth.tools.ast_check: name, no unknown parameters, required
 ones present, "" in the possible answers = may be omitted, values among the allowed ones, parallel calls as
 a set, order-free) plus BFCL's type rule: an int is accepted for a float parameter (coerced), a float for
 an integer parameter is not.
@@ -11,10 +11,11 @@ an integer parameter is not.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from pathlib import Path
+
+from synth.checkers import bfcl_correct, judge_code, parse_calls, reference_entry_points
 
 from .data import data_file, read_jsonl
 
@@ -23,48 +24,6 @@ BFCL_DIR = Path("..") / "function_calling" / "bfcl_v4"  # relative to the benchm
 
 
 # ---- BFCL -----------------------------------------------------------------------------------------------
-
-def parse_calls(text: str) -> list[dict] | None:
-    """`[f(a=1), g(b="x")]` or `f(a=1)` -> [{"name", "arguments"}]; None if not parseable as calls."""
-    text = text.strip()
-    if "[" in text and "]" in text:
-        text = text[text.index("["): text.rindex("]") + 1]
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
-    nodes = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
-    calls = []
-    for n in nodes:
-        if not isinstance(n, ast.Call) or n.args:
-            return None
-        try:
-            args = {kw.arg: ast.literal_eval(kw.value) for kw in n.keywords}
-        except ValueError:
-            return None
-        calls.append({"name": ast.unparse(n.func), "arguments": args})
-    return calls
-
-
-def _types_ok(call: dict, functions: list[dict]) -> bool:
-    spec = next((f for f in functions if f["name"] == call["name"]), None)
-    if spec is None:
-        return True  # the name check fails later
-    props = spec.get("parameters", {}).get("properties", {})
-    for k, v in call["arguments"].items():
-        t = props.get(k, {}).get("type")
-        if t == "integer" and (isinstance(v, float) or isinstance(v, bool)):
-            return False  # BFCL: no float (or bool) for an integer parameter
-        if t == "float" and not isinstance(v, (int, float)) or (t == "float" and isinstance(v, bool)):
-            return False  # ints are coerced to float; anything else is a type error
-    return True
-
-
-def bfcl_correct(pred: list[dict] | None, truths: list[dict], functions: list[dict]) -> bool:
-    from synth.tools.ast_check import calls_match
-
-    return pred is not None and all(_types_ok(c, functions) for c in pred) and calls_match(pred, truths)
-
 
 def bfcl_prompt(q: dict) -> str:
     user = "\n".join(m["content"] for turn in q["question"] for m in turn if m["role"] == "user")
@@ -104,17 +63,6 @@ def run_bfcl(lm, folder: Path, limit: int | None) -> dict:
 
 # ---- code: HumanEval / MBPP ----------------------------------------------------------------------------
 
-def sandbox_judge(solution: str, tests: str | list[str], *, prelude: str = "", entry_points: list[str] | None = None,
-                  timeout_s: float = 10.0, sandbox=None) -> bool:
-    """THE adapter to the sandbox's judge: True when every test passes. The verdict is decided outside the
-    sandboxed solution (synth.sandbox.judge); `sandbox` reuses an open `synth.sandbox.Sandbox`."""
-    if sandbox is not None:
-        return sandbox.judge(solution, tests, prelude=prelude, entry_points=entry_points, timeout_s=timeout_s).passed
-    from synth.sandbox import judge
-
-    return judge(solution, tests, prelude=prelude, entry_points=entry_points, timeout_s=timeout_s).passed
-
-
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased estimator (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
     if n - c < k:
@@ -140,7 +88,7 @@ def _code_task(name: str, problems: list[dict], lm, *, samples: int = 0) -> dict
 
     rows, totals = [], {k: 0.0 for k in ks}
     with Sandbox(max_workers=1) as box:
-        verdicts_all = [[sandbox_judge(**p["job"](c), sandbox=box) for c in completions]
+        verdicts_all = [[judge_code(**p["job"](c), sandbox=box).passed for c in completions]
                         for p, completions in zip(problems, outs)]
     for p, completions, verdicts in zip(problems, outs, verdicts_all):
         for k in ks:
@@ -170,9 +118,13 @@ def run_mbpp(lm, folder: Path, limit: int | None, *, samples: int = 0) -> dict:
     for r in rows:
         first = r["code"].split("def ", 1)[1].split(":", 1)[0] if "def " in r["code"] else ""
         prompt = f'"""{r["text"]}\n{r["test_list"][0]}\n"""\ndef {first}:\n' if first else f'"""{r["text"]}"""\n'
+        # The task's entry points come from its reference solution: a completion cannot add more
+        # (nor lose one named like a builtin, as MBPP/126's `sum`).
+        setup = r.get("test_setup_code") or ""
+        job = {"tests": list(r["test_list"]), "prelude": setup,
+               "entry_points": reference_entry_points(r["code"], list(r["test_list"]), setup)}
         problems.append({"id": f"mbpp-{r['task_id']}", "prompt": prompt,
-                         "job": lambda c, r=r, prompt=prompt: {"solution": prompt + c, "tests": list(r["test_list"]),
-                                                               "prelude": r.get("test_setup_code") or ""}})
+                         "job": lambda c, job=job, prompt=prompt: {"solution": prompt + c, **job}})
     return _code_task("mbpp", problems, lm, samples=samples)
 
 

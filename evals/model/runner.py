@@ -79,22 +79,63 @@ def evaluate(lm, tasks: list[str], *, limit: int | None = None, data_dir: str | 
             "tasks": results}
 
 
+def model_key(model: dict) -> str:
+    """Which model a result folder scored: a cidermill checkpoint by its weights id, others by backend and
+    path or model name (what `write_results` compares before it replaces a folder)."""
+    if model.get("weights_id"):
+        return f"weights:{model['weights_id']}"
+    return json.dumps([model.get("backend"), model.get("path") or model.get("model"), model.get("url")])
+
+
+def default_out(model: dict, spec: str) -> Path:
+    """data/evals/model/<run>-<step dir>-<weights id>: two checkpoints with the same step name (two runs, or a
+    rerun with other weights) never share a folder; a transformers folder or server model by its name."""
+    if model.get("weights_id"):
+        step = Path(model.get("checkpoint") or spec).name
+        return Path("data/evals/model") / f"{model.get('run') or 'run'}-{step}-{model['weights_id'][:12]}"
+    return Path("data/evals/model") / Path(spec).resolve().name
+
+
 def write_results(result: dict, out: str | Path) -> Path:
+    """Write the result folder under a temporary name and rename it into place: a folder holding an earlier
+    result of the same model is replaced whole (no stale samples left); one holding another model's results
+    (or other files) is refused, not mixed."""
+    import shutil
+
+    from training.checkpoint import commit_dir
+
     out = Path(out)
-    (out / "samples").mkdir(parents=True, exist_ok=True)
+    _check_result_target(out, result["model"])
+    partial = out.parent / f".{out.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "samples").mkdir(parents=True)
     manifest = json.loads(json.dumps(result, default=str))
     for name, res in manifest["tasks"].items():
         samples = res.pop("samples", [])
-        path = out / "samples" / (name.replace("/", "__") + ".jsonl")
+        path = partial / "samples" / (name.replace("/", "__") + ".jsonl")
         path.write_text("".join(json.dumps(s, default=str) + "\n" for s in samples))
-        res["samples_file"] = str(path.relative_to(out))
-    tmp = out / "manifest.json.tmp"
+        res["samples_file"] = str(path.relative_to(partial))
+    tmp = partial / "manifest.json.tmp"
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=2)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, out / "manifest.json")
+    os.replace(tmp, partial / "manifest.json")
+    commit_dir(partial, out)
     return out / "manifest.json"
+
+
+def _check_result_target(out: Path, model: dict) -> None:
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    try:
+        previous = json.loads((out / "manifest.json").read_text())["model"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{out} is not empty and holds no model-eval result; give --out a new folder") from None
+    if model_key(previous) != model_key(model):
+        other = previous.get("checkpoint") or previous.get("path") or previous.get("model")
+        raise ConfigError(f"{out} holds the results of another model ({other}); not mixing them: give --out a "
+                          "new folder")
 
 
 def read_results(path: str | Path) -> dict:
@@ -116,15 +157,22 @@ def headline(res: dict) -> dict[str, float]:
 
 
 def compare(a: dict, b: dict) -> list[dict]:
-    """Per task and metric: A, B and B - A (tasks in either result)."""
+    """Per task and metric: A, B and B - A (tasks in either result). The note says when the two were not
+    measured alike: another task version, or another number of items (a score on 10 items minus one on
+    100 is not a change of the model)."""
     rows = []
     for task in sorted(set(a["tasks"]) | set(b["tasks"])):
         ma = headline(a["tasks"][task]) if task in a["tasks"] else {}
         mb = headline(b["tasks"][task]) if task in b["tasks"] else {}
-        va, vb = a["tasks"].get(task, {}).get("version"), b["tasks"].get(task, {}).get("version")
+        ta, tb = a["tasks"].get(task, {}), b["tasks"].get(task, {})
+        notes = []
+        if ta and tb and ta.get("version") != tb.get("version"):
+            notes.append(f"versions differ: {ta.get('version')} vs {tb.get('version')}")
+        na, nb = (ta.get("metrics") or {}).get("n"), (tb.get("metrics") or {}).get("n")
+        if ta and tb and na != nb:
+            notes.append(f"items differ: {na} vs {nb}")
         for metric in sorted(set(ma) | set(mb)):
             x, y = ma.get(metric), mb.get(metric)
             rows.append({"task": task, "metric": metric, "A": x, "B": y,
-                         "delta": (y - x) if x is not None and y is not None else None,
-                         "note": "" if va == vb else f"versions differ: {va} vs {vb}"})
+                         "delta": (y - x) if x is not None and y is not None else None, "note": "; ".join(notes)})
     return rows

@@ -32,7 +32,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -176,6 +176,15 @@ class Backend(ABC):
         """Complete every request (n completions each), in order. Return an Exception in place of
         a request's completions when that one request failed for good (after retries)."""
 
+    def _complete_iter(self, requests: Sequence[ChatRequest]) -> Iterator[tuple[int, list[Completion] | Exception]]:
+        """(index, result) pairs as results become available, in any order. The default completes the whole
+        batch first (offline engines finish together); a backend that answers requests one by one (a
+        server) yields each as it arrives, so `generate` caches it at once."""
+        results = self._complete(requests)
+        if len(results) != len(requests):
+            raise RuntimeError(f"{self.name}: returned {len(results)} results for {len(requests)} requests")
+        yield from enumerate(results)
+
     def describe(self) -> dict:
         return {"backend": self.name, "model": self.model}
 
@@ -198,25 +207,26 @@ class Backend(ABC):
         todo = list(unique.values())
         if todo:
             start = time.perf_counter()
-            results = self._complete([requests[i] for i in todo])
-            if len(results) != len(todo):
-                raise RuntimeError(f"{self.name}: returned {len(results)} results for {len(todo)} requests")
-            per = (time.perf_counter() - start) / len(todo)
             fresh: dict[str, ChatResponse] = {}
-            to_store = {}
-            for i, res in zip(todo, results):
+            # each answer is cached as soon as it arrives: a run killed mid-batch keeps (and does not pay for
+            # again) every answer it had received
+            for j, res in self._complete_iter([requests[i] for i in todo]):
+                i = todo[j]
                 if isinstance(res, Exception):
-                    fresh[keys[i]] = ChatResponse(requests[i], self.name, self.model, [], seconds=per,
+                    fresh[keys[i]] = ChatResponse(requests[i], self.name, self.model, [],
                                                   error=f"{type(res).__name__}: {res}")
                 else:
-                    fresh[keys[i]] = ChatResponse(requests[i], self.name, self.model, list(res), seconds=per)
-                    to_store[keys[i]] = [c.to_dict() for c in res]
-            if self.cache is not None and to_store:
-                self.cache.put_many(to_store, backend=self.name, model=self.model)
+                    fresh[keys[i]] = ChatResponse(requests[i], self.name, self.model, list(res))
+                    if self.cache is not None:
+                        self.cache.put_many({keys[i]: [c.to_dict() for c in res]}, backend=self.name,
+                                            model=self.model)
+            if len(fresh) != len(todo):
+                raise RuntimeError(f"{self.name}: returned {len(fresh)} results for {len(todo)} requests")
+            per = (time.perf_counter() - start) / len(todo)
             for i in misses:
                 src = fresh[keys[i]]
                 out[i] = ChatResponse(requests[i], self.name, self.model, list(src.completions),
-                                      seconds=src.seconds, error=src.error)
+                                      seconds=per, error=src.error)
         return out  # type: ignore[return-value]
 
     def close(self) -> None:

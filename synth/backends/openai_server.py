@@ -1,13 +1,17 @@
 """Any OpenAI-compatible chat server (`vllm serve`, llama.cpp's server, TGI, ...).
 
     backend = OpenAIServerBackend(base_url="http://127.0.0.1:8000/v1", model="my-model",
-                                  concurrency=16, max_retries=4, timeout_s=120, requests_per_second=20)
+                                  concurrency=16, max_retries=4, timeout_s=120, requests_per_second=20,
+                                  deadline_s=300)
 
 Requests go out on `concurrency` threads through one pooled HTTP client. A request is retried,
 with exponential back-off and jitter, on connection errors, timeouts, 429 and 5xx (a server's
 `Retry-After` is honoured, capped by `max_backoff_s`); other 4xx fail at once. A token bucket keeps
-the whole backend under `requests_per_second`. A request that still fails comes back as an error
-on its own response, never as an exception for the batch.
+the whole backend under `requests_per_second`. `timeout_s` bounds each attempt (a server that accepts the
+connection and never answers fails the attempt after it); `deadline_s` bounds a whole request, retries and
+back-off included (default: none, i.e. up to (max_retries + 1) x timeout_s plus back-off). A request that
+still fails comes back as an error on its own response, never as an exception for the batch. Each answer is
+handed back (and cached) as soon as it arrives.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Sequence
 
+from manifests.config import require_number
 from manifests.errors import ConfigError
 
 from .base import Backend, ChatRequest, Completion, apply_stop
@@ -59,10 +64,18 @@ class OpenAIServerBackend(Backend):
 
     def __init__(self, *, base_url: str, model: str, api_key: str | None = None, concurrency: int = 8,
                  max_retries: int = 4, timeout_s: float = 120.0, requests_per_second: float | None = None,
-                 backoff_s: float = 0.5, max_backoff_s: float = 30.0, split_n: bool = False, cache=None):
-        if concurrency < 1 or max_retries < 0 or timeout_s <= 0:
-            raise ConfigError(f"openai backend: need concurrency >= 1, max_retries >= 0, timeout_s > 0; got "
-                              f"{concurrency}, {max_retries}, {timeout_s}")
+                 backoff_s: float = 0.5, max_backoff_s: float = 30.0, split_n: bool = False,
+                 deadline_s: float | None = None, cache=None):
+        where = "the openai backend"
+        require_number(concurrency, "concurrency", where=where, ge=1, integer=True)
+        require_number(max_retries, "max_retries", where=where, ge=0, integer=True)
+        require_number(timeout_s, "timeout_s", where=where, gt=0)
+        if deadline_s is not None:  # the whole request, retries and back-off included
+            require_number(deadline_s, "deadline_s", where=where, gt=0)
+        if requests_per_second is not None:
+            require_number(requests_per_second, "requests_per_second", where=where, gt=0)
+        if not base_url:
+            raise ConfigError("the openai backend needs base_url (e.g. http://127.0.0.1:8000/v1)")
         super().__init__(model=model, cache=cache)
         import httpx   # only this backend needs it
 
@@ -75,6 +88,7 @@ class OpenAIServerBackend(Backend):
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.split_n = split_n   # for servers that ignore `n`: send n requests with seeds seed..seed+n-1
+        self.timeout_s, self.deadline_s = timeout_s, deadline_s
         self.limiter = RateLimiter(requests_per_second, burst=concurrency)
         self._rng = random.Random(0)
         self.stats = {"requests": 0, "retries": 0, "failures": 0}
@@ -87,8 +101,20 @@ class OpenAIServerBackend(Backend):
         return {**super().describe(), "url": self.url}
 
     def _complete(self, requests: Sequence[ChatRequest]) -> list[list[Completion] | Exception]:
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self._one_safe, requests))
+        out: list = [None] * len(requests)
+        for i, res in self._complete_iter(requests):
+            out[i] = res
+        return out
+
+    def _complete_iter(self, requests: Sequence[ChatRequest]):
+        """Each request's result as soon as it is in (the base class caches it then)."""
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
+            futures = {pool.submit(self._one_safe, r): i for i, r in enumerate(requests)}
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+        finally:  # a kill (KeyboardInterrupt) or an error: do not start what is still queued
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _one_safe(self, req: ChatRequest) -> list[Completion] | Exception:
         try:
@@ -118,7 +144,11 @@ class OpenAIServerBackend(Backend):
 
         body = self._payload(req, n=n, seed=seed)
         last = "no attempt"
+        end = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         for attempt in range(self.max_retries + 1):
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise RequestFailed(f"deadline of {self.deadline_s:g} s passed after {attempt} attempt(s); last: {last}")
             if attempt:
                 with self._stats_lock:
                     self.stats["retries"] += 1
@@ -127,7 +157,8 @@ class OpenAIServerBackend(Backend):
             try:
                 with self._stats_lock:
                     self.stats["requests"] += 1
-                resp = self.client.post(self.url, json=body)
+                resp = self.client.post(self.url, json=body,
+                                        timeout=self.timeout_s if left is None else min(self.timeout_s, left))
                 if resp.status_code == 200:
                     return self._parse(resp.json(), req)
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
@@ -139,6 +170,8 @@ class OpenAIServerBackend(Backend):
             if attempt < self.max_retries:
                 delay = retry_after if retry_after is not None else self.backoff_s * 2 ** attempt
                 delay = min(self.max_backoff_s, delay) * (1 + 0.25 * self._rng.random())   # jitter
+                if end is not None:
+                    delay = max(0.0, min(delay, end - time.monotonic()))
                 time.sleep(delay)
         raise RequestFailed(f"gave up after {self.max_retries + 1} attempts; last: {last}")
 

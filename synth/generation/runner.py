@@ -55,6 +55,8 @@ def publish_run(root: str | Catalog, name: str, table: pa.Table, stages: list[St
     pipeline = PipelineInfo(name=name, stages=described, config={"stages": described},
                             code_revision=code_revision(), config_sha256=config_hash(described))
     catalog = root if isinstance(root, Catalog) else Catalog(root)
+    if table.num_rows == 0:
+        _nothing_kept(catalog, name, pipeline, stats, rejects, rejects_name=rejects_name, rejects_view=rejects_view)
     version = catalog.write_table(name, table, pipeline=pipeline, stats=stats, extra=extra or {}, schema=table.schema)
     rej = None
     if rejects:
@@ -62,6 +64,22 @@ def publish_run(root: str | Catalog, name: str, table: pa.Table, stages: list[St
         rej = catalog.write_table(rejects_name or f"{name}.rejects", merged, pipeline=pipeline,
                                   parents=[version.version_id])
     return version, rej
+
+
+def _nothing_kept(catalog: Catalog, name: str, pipeline: PipelineInfo, stats: list[StageStats],
+                  rejects: list[pa.Table], *, rejects_name, rejects_view) -> None:
+    """As a pipeline run that keeps nothing (corpus/executors/base.py): publish the rejects alone, no empty
+    version (a dead backend used to publish a 0-row version and exit 0), and stop with NothingKept (exit 1)."""
+    from corpus.executors.base import NothingKept
+
+    rej = None
+    if rejects:
+        merged = pa.concat_tables([(rejects_view or _strings)(r) for r in rejects], promote_options="permissive")
+        rej = catalog.write_table(rejects_name or f"{name}.rejects", merged, pipeline=pipeline, stats=stats)
+    rows_in = stats[0].rows_in if stats else 0
+    where = f"; the dropped rows are in {rej.name}@{rej.version_id[:12]}" if rej else ""
+    raise NothingKept(f"{name}: kept no rows of {rows_in:,} seed rows, so no version was published{where} "
+                      "(see the per-stage table for why)", stats=stats, rejects=rej, errors=[])
 
 
 def run_generator(

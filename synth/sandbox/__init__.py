@@ -5,11 +5,11 @@ sandbox.py holds the slots, process.py starts one child, child.py runs inside it
 says how it is isolated, wire.py is the only way values cross.
 """
 
-from .isolation import available, choose
-from .judge import Judgement, TestResult, split_tests
+from .levels import available, choose
+from .judge import Judgement, TestResult, shown, split_tests
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .pool import run_many
 from .sandbox import Sandbox, judge
 
 __all__ = ["Judgement", "Sandbox", "SandboxLimits", "SandboxResult", "TestResult", "Verdict", "available",
-           "choose", "judge", "run_many", "split_tests"]
+           "choose", "judge", "run_many", "shown", "split_tests"]

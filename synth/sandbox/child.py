@@ -10,14 +10,17 @@ Roles:
 - solution: runs the candidate solution, then answers call requests {"k", "fn", "a", "kw"} with
   {"n": nonce, "k", "ok", "v" | "e"}. It never sees a test, an expected value, or a verdict:
   whatever it writes is data that the parent validates (a forged line is a wrong answer at most).
-- tests:    runs the trusted prelude and the tests; the solution's names are stubs that ask the
-  parent for each call. The solution never ran in this process.
+- tests:    runs the trusted prelude and the tests; the entry points are stubs that ask the
+  parent for each call, and no other name is the solution's. The solution never ran in this
+  process. A step may name a value (a tree the parent found too costly to check itself; these follow
+  the job line): it is decoded here, under the step's time limit, and bound to value_name first.
 - program:  runs a whole program (Sandbox.run); its exit status is its outcome.
 
 At the `unshare` level this process starts as root in fresh mount/pid/net/ipc/uts namespaces and
 first builds its own root file system (see _build_root), then drops to the sandbox uid for good.
 """
 
+import builtins
 import os
 import resource
 import signal
@@ -203,6 +206,14 @@ def _empty(top):
         pass
 
 
+def _value(tree):
+    """A value that crossed from the solution: its strict decoding, or the solution's failure."""
+    try:
+        return decode(tree)
+    except WireError as exc:
+        raise SolutionError(f"malformed answer: {exc}") from None
+
+
 def serve_tests(job, rin, out):
     NONCE = job["nonce"]
     counter = [0]
@@ -224,7 +235,7 @@ def serve_tests(job, rin, out):
                 if reply.get("k") == k:
                     break   # older replies belong to calls a per-test alarm abandoned
             if reply.get("ok"):
-                return decode(reply["v"])
+                return _value(reply["v"])
             raise RAISABLE.get(reply.get("t"), SolutionError)(str(reply.get("e", ""))[:400])
         stub.__name__ = stub.__qualname__ = name
         return stub
@@ -233,24 +244,31 @@ def serve_tests(job, rin, out):
         raise TimeoutError("per-test time limit")
 
     signal.signal(signal.SIGALRM, alarm)
-    ns = {"__name__": "tests", "__builtins__": __builtins__}
+    ns = {"__name__": "tests", "__builtins__": builtins}
     broken = None
-    for line in job["imports"].splitlines():   # the solution's imports (standard library only here)
+    for name in job["modules"]:   # the solution's plain `import m` for a name the tests leave free
         try:
-            exec(line, ns)
+            module = __import__(name)
         except BaseException:
-            pass
+            continue
+        ns.setdefault(name.split(".")[0], module)
     try:
         exec(compile(job["prelude"], "prelude.py", "exec"), ns)
     except BaseException as exc:
         broken = "the prelude failed: " + _error(exc)
     for name in job["stubs"]:
-        ns[name] = stub_for(name)
-    for i, (kind, src) in enumerate(job["steps"]):
+        # The task's entry points always; inferred ones only where the name means nothing yet.
+        if job["force_stubs"] or (name not in ns and not hasattr(builtins, name)):
+            ns[name] = stub_for(name)
+    values = [loads_line(rin.readline()).get("v") for _ in range(job["n_values"])]
+    for i, step in enumerate(job["steps"]):
+        kind, src = step[0], step[1]
         ok, err = False, broken
         if broken is None:
             signal.setitimer(signal.ITIMER_REAL, float(job["per_test_seconds"]))
             try:
+                if len(step) > 2:
+                    ns[job["value_name"]] = _value(values[step[2]])
                 exec(compile(src, "tests.py", "exec"), ns)
                 ok, err = True, None
             except BaseException as exc:

@@ -7,6 +7,12 @@ the solution process at once, and evaluates each assertion itself over the retur
 built-in objects from wire.py) with the small evaluator below, which can do nothing else. This is
 the common shape of MBPP, of generated tests and of most HumanEval `check` bodies, and it is the
 cheapest path (one sandboxed process per judgement, no round trips per call).
+
+The parent's own work on a returned value is bounded: it decodes at most PARENT_NODES nodes and
+PARENT_HASHED set members and dict keys (whose hashes the solution chooses: n colliding keys cost
+n**2), and the evaluator charges every operation over the value (sorting, summing, building a set)
+against PARENT_WORK elements and PARENT_HASHED keys. A value past any of these raises TooLarge, and
+judge.py has that assertion checked in the sandboxed tests process instead, under its time limit.
 """
 
 from __future__ import annotations
@@ -15,7 +21,14 @@ import ast
 import math
 import operator
 
+from .wire import TooLarge
+
 VALUE = "__cidermill_value__"
+# What evaluate() means by `math` and `isclose`, for the tests process when it checks a value instead.
+EVALUATOR_PRELUDE = "import math\nfrom math import isclose\n"
+PARENT_NODES = 20_000        # nodes of one returned value the parent decodes itself
+PARENT_HASHED = 1_024        # set members and dict keys the parent hashes for one test (decode + evaluation)
+PARENT_WORK = 200_000        # elements the evaluator's sorts, sums, copies and sets may touch for one test
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
@@ -32,17 +45,27 @@ class Plan:
     def __init__(self, source: str, fn: str, args: list, kwargs: dict, check: ast.expr):
         self.source, self.fn, self.args, self.kwargs, self.check = source, fn, args, kwargs, check
 
+    def assertion(self) -> str:
+        """The check as Python over the name VALUE: what the tests process runs when the value is
+        too costly to check here."""
+        return "assert " + ast.unparse(self.check)
+
     def holds(self, value) -> tuple[bool, str]:
+        """Whether the assertion holds for `value`; raises TooLarge when checking it here would cost
+        more than the parent's budget (the caller has the sandbox check it instead)."""
         try:
-            ok = bool(evaluate(self.check, value))
+            ok = bool(evaluate(self.check, value, _Budget()))
+        except TooLarge:
+            raise
         except Exception as exc:   # e.g. comparing a list with an int: the assertion fails
             return False, f"{type(exc).__name__}: {str(exc)[:200]}"
         return ok, "" if ok else f"AssertionError: the call returned {_short(value)}"
 
 
 def plan(steps: list[tuple[str, str]], stubs: list[str], prelude: str) -> list[Plan] | None:
-    """Plans for every test, or None when any step needs the tests process."""
-    if prelude.strip() or not steps:
+    """Plans for every test, or None when any step needs the tests process (also when an entry
+    point has the name of a builtin the evaluator knows: the tests process binds it as the stub)."""
+    if prelude.strip() or not steps or set(stubs) & (set(_FUNCS) | {"math"}):
         return None
     plans = []
     for kind, src in steps:
@@ -115,7 +138,22 @@ def _is_math_isclose(n) -> bool:
         and n.value.id == "math"
 
 
-def evaluate(n: ast.AST, value):
+class _Budget:
+    """What one test's evaluation may still touch (see the module's doc)."""
+
+    def __init__(self):
+        self.work, self.hashed = PARENT_WORK, PARENT_HASHED
+
+    def charge(self, x, *, hashed: bool = False) -> None:
+        n = len(x) if isinstance(x, (str, bytes, list, tuple, set, frozenset, dict)) else 1
+        self.work -= n
+        if hashed:
+            self.hashed -= n
+        if self.work < 0 or self.hashed < 0:
+            raise TooLarge("checking this value would cost the parent more than its budget")
+
+
+def evaluate(n: ast.AST, value, budget: _Budget):
     """The assertion over plain values: literals, the call's value, and nothing that could run
     code, touch the host or build something huge (no `**`; `*` and `%` only between numbers)."""
     if isinstance(n, ast.Name):
@@ -123,40 +161,52 @@ def evaluate(n: ast.AST, value):
     if isinstance(n, ast.Constant):
         return n.value
     if isinstance(n, (ast.Tuple, ast.List, ast.Set)):
-        items = [evaluate(e, value) for e in n.elts]
+        items = [evaluate(e, value, budget) for e in n.elts]
+        if isinstance(n, ast.Set):
+            budget.charge(items, hashed=True)
         return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(n)](items)
     if isinstance(n, ast.Dict):
-        return {evaluate(k, value): evaluate(v, value) for k, v in zip(n.keys, n.values)}
+        budget.charge(n.keys, hashed=True)
+        return {evaluate(k, value, budget): evaluate(v, value, budget) for k, v in zip(n.keys, n.values)}
     if isinstance(n, ast.UnaryOp):
-        x = evaluate(n.operand, value)
+        x = evaluate(n.operand, value, budget)
         if isinstance(n.op, ast.Not):
             return not x
         if not isinstance(x, NUMBERS):
             raise TypeError("unary +/- on a non-number")
         return -x if isinstance(n.op, ast.USub) else +x
     if isinstance(n, ast.BinOp):
-        a, b = evaluate(n.left, value), evaluate(n.right, value)
+        a, b = evaluate(n.left, value, budget), evaluate(n.right, value, budget)
         if isinstance(n.op, (ast.Mult, ast.Mod)) and not (isinstance(a, NUMBERS) and isinstance(b, NUMBERS)):
             raise TypeError("* and % only between numbers here")   # no "x" * 10**9, no "%0999999999d" % 1
+        if not isinstance(a, NUMBERS):   # list + list copies both; set - set hashes into a new set
+            budget.charge(a, hashed=isinstance(a, (set, frozenset)))
+            budget.charge(b)
         return _BIN[type(n.op)](a, b)
     if isinstance(n, ast.BoolOp):
         result = isinstance(n.op, ast.And)
         for e in n.values:
-            result = evaluate(e, value)
+            result = evaluate(e, value, budget)
             if bool(result) != isinstance(n.op, ast.And):
                 return result
         return result
     if isinstance(n, ast.Compare):
-        left = evaluate(n.left, value)
+        left = evaluate(n.left, value, budget)
         for op, right_node in zip(n.ops, n.comparators):
-            right = evaluate(right_node, value)
+            right = evaluate(right_node, value, budget)
             if not _CMP[type(op)](left, right):
                 return False
             left = right
         return True
     if isinstance(n, ast.Call):
         fn = math.isclose if isinstance(n.func, ast.Attribute) else _FUNCS[n.func.id]
-        return fn(*[evaluate(a, value) for a in n.args], **{k.arg: evaluate(k.value, value) for k in n.keywords})
+        args = [evaluate(a, value, budget) for a in n.args]
+        kwargs = {k.arg: evaluate(k.value, value, budget) for k in n.keywords}
+        for a in args:   # sorted/sum/min/max/list/tuple walk their argument; set/frozenset hash it
+            budget.charge(a, hashed=fn in (set, frozenset))
+        if fn is sum and not all(isinstance(a, NUMBERS) for a in [*args[1:], *kwargs.values()]):
+            raise TooLarge("sum() with a non-number start (quadratic concatenation) is not checked here")
+        return fn(*args, **kwargs)
     raise TypeError(f"not allowed: {type(n).__name__}")
 
 

@@ -9,9 +9,14 @@ in the strict encoding of wire.py. It never sees a test, an expected value or a 
 - the parent, when every test is a plain `assert f(<literals>) <op> <literals>` (direct.py): it sends
   the calls and evaluates each assertion over the returned values itself;
 - otherwise a sandboxed *tests process* where the solution never ran: the trusted prelude and the
-  tests, with the solution's names bound to stubs; each stub call goes to the parent, which forwards
-  it to the solution process, checks the answer (the per-run nonce, the call number, the encoding)
-  and hands back fresh built-in values. `==`, `assert`, helpers and frames there are the real ones.
+  tests, with the entry points bound to stubs (names.py: no other name of the tests is the
+  solution's); each stub call goes to the parent, which forwards it to the solution process, checks
+  the answer's envelope (the per-run nonce, the call number) and hands the value on; the tests
+  process decodes it strictly (wire.py) into fresh built-in values. `==`, `assert`, builtins,
+  helpers and frames there are the real ones.
+The parent never does unbounded work on what the solution sends: it decodes and checks a value
+itself only within direct.py's budgets; a bigger one goes, with its assertion, to the tests process,
+whose time limit then applies.
 Anything else (a missing, malformed, forged, extra or late answer; a dead, silent or flooding
 solution process) is that call's failure, hence that test's failure, with a reason; never an
 exception here.
@@ -28,10 +33,10 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import direct
+from . import direct, names
 from .limits import SandboxLimits
-from .process import Child, spawn
-from .wire import WireError, decode, encode
+from .process import Child
+from .wire import TooLarge, WireError, decode, encode
 
 # Exceptions a solution may raise across the boundary; the tests process re-raises them by name.
 RAISABLE = {"ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError", "ArithmeticError",
@@ -76,6 +81,14 @@ class Judgement:
         return d
 
 
+def shown(text: str, limit: int = 200) -> str:
+    """Text that may come from the solution (a reason quotes its exception message), for people:
+    one line, quoted and escaped like a Python string (newlines, carriage returns, terminal escapes,
+    line separators and other non-printable characters), so it cannot start a line of its own,
+    move the cursor, or pose as a verdict."""
+    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+
+
 def split_tests(tests: str | list[str]) -> list[tuple[str, str]]:
     """[(kind, source)] in order: kind "test" for a test, "setup" for anything else at top level.
 
@@ -104,56 +117,13 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def solution_names(solution: str, steps: list[tuple[str, str]], prelude: str) -> list[str]:
-    """The solution's callables (top-level def, class, `name = lambda/other name`) that the tests
-    use and the prelude does not define: these become stubs in the tests process."""
-    defined = _callables(_parse(solution))
-    trusted = _callables(_parse(prelude)) | {n for _, n in _imports(_parse(prelude))}
-    used = set()
-    for _, src in steps:
-        used |= {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
-    return sorted((defined & used) - trusted)
-
-
-def solution_imports(solution: str) -> str:
-    """The solution's top-level import statements, for the tests process: tests often lean on the
-    solution's `import math`. Only the standard library is importable in the sandbox, so this runs
-    no code of the solution's."""
-    tree = _parse(solution)
-    return "\n".join(ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
-                     and not (isinstance(node, ast.ImportFrom) and node.level))
-
-
-def _parse(source: str) -> ast.Module:
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return ast.Module(body=[], type_ignores=[])
-
-
-def _callables(tree: ast.Module) -> set[str]:
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Name, ast.Attribute)):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    return names
-
-
-def _imports(tree: ast.Module):
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                yield node, (alias.asname or alias.name).split(".")[0]
-
-
 class _Broker:
     """One judgement: the tests process drives, the parent relays calls to the solution process."""
 
     def __init__(self, pool, slot: int, solution: str, steps, prelude: str, stubs: list[str],
-                 limits: SandboxLimits, per_test_seconds: float, imports: str = ""):
-        self.imports = imports
+                 limits: SandboxLimits, per_test_seconds: float, *, modules: list[str] = (),
+                 force_stubs: bool = False):
+        self.modules, self.force_stubs = list(modules), force_stubs
         self.pool, self.slot, self.solution, self.limits = pool, slot, solution, limits
         self.steps, self.prelude, self.stubs, self.per_test = steps, prelude, stubs, per_test_seconds
         self.solver: Child | None = None
@@ -201,22 +171,26 @@ class _Broker:
 
     @staticmethod
     def _check_reply(reply: dict, nonce: str, k: int) -> dict:
-        """The answer for the tests process: a value validated and re-encoded canonically, or the
-        error (re-raised there by name when it is a plain built-in exception)."""
+        """The answer for the tests process: the value's tree as sent (the tests process decodes it
+        strictly; decoding it here would let the solution choose the parent's work), or the error
+        (re-raised there by name when it is a plain built-in exception)."""
         if reply.get("n") != nonce or reply.get("k") != k or type(reply.get("ok")) is not bool:
             raise WireError("an answer that does not belong to this call")
         if reply["ok"]:
-            if set(reply) != {"n", "k", "ok", "v"}:
+            if set(reply) != {"n", "k", "ok", "v"} or type(reply["v"]) is not list:
                 raise WireError("unexpected fields")
-            return {"ok": True, "v": encode(decode(reply["v"]))}
-        kind, message = str(reply.get("t", "")), str(reply.get("e", ""))[:300]
+            return {"ok": True, "v": reply["v"]}
+        kind, message = reply.get("t"), reply.get("e")   # strings, else nothing (never str() of a big tree)
+        kind, message = kind[:60] if type(kind) is str else "", message[:300] if type(message) is str else ""
         if kind in RAISABLE:
             return {"ok": False, "e": message, "t": kind}
-        return {"ok": False, "e": f"{kind[:60]}: {message}", "t": "SolutionError"}
+        return {"ok": False, "e": f"{kind}: {message}", "t": "SolutionError"}
 
     def run_direct(self, plans: list[direct.Plan]) -> list[TestResult]:
-        """Every call sent at once to the solution process; each assertion decided here."""
+        """Every call sent at once to the solution process; each assertion decided here, or, for a
+        value past the parent's budget (direct.py), in the tests process."""
         out: dict[int, TestResult] = {}
+        deferred: dict[int, list] = {}   # test -> the value's tree, for the tests process
         pending = list(range(len(plans)))
         while pending:
             if self.solver is None:
@@ -246,6 +220,15 @@ class _Broker:
                     if isinstance(reply, str):
                         raise WireError(reply)
                     answer = self._check_reply(reply, child.nonce, i + 1)
+                    if answer["ok"]:
+                        ok, why = plans[i].holds(decode(answer["v"], max_nodes=direct.PARENT_NODES,
+                                                        max_hashed=direct.PARENT_HASHED))
+                    else:
+                        ok, why = False, answer["e"] if answer["t"] == "SolutionError" else \
+                            f"{answer['t']}: {answer['e']}"
+                except TooLarge:
+                    deferred[i] = answer["v"]
+                    continue
                 except WireError as exc:
                     why = str(exc)
                     why = f"no answer within the per-test time limit ({self.per_test:g}s)" if why == "timeout" else why
@@ -254,12 +237,8 @@ class _Broker:
                     self._stop_solver()
                     out[i] = TestResult(i, plans[i].source, False, f"the solution: {self.solver_dead}")
                     break
-                if answer["ok"]:
-                    ok, why = plans[i].holds(decode(answer["v"]))
-                else:
-                    ok, why = False, answer["e"] if answer["t"] == "SolutionError" else f"{answer['t']}: {answer['e']}"
                 out[i] = TestResult(i, plans[i].source, ok, why)
-            pending = [i for i in pending if i not in out]
+            pending = [i for i in pending if i not in out and i not in deferred]
             if pending and self.solver is child:   # requests that were never sent: the process is gone
                 why = child.killed_for or child.ended()
                 child.kill(why)
@@ -269,19 +248,38 @@ class _Broker:
                                              f"the solution: {self.solver_dead}")
                 pending = pending[1:]
         self._stop_solver()
+        if deferred:
+            out.update(self._check_in_sandbox(plans, deferred))
         why = f"the solution: {self.solver_dead or 'no answer'}"
         return [out.get(i) or TestResult(i, p.source, False, why) for i, p in enumerate(plans)]
 
-    def run(self) -> tuple[list[TestResult], str]:
+    def _check_in_sandbox(self, plans: list[direct.Plan], deferred: dict[int, list]) -> dict[int, TestResult]:
+        """The assertions whose values were too costly for the parent, checked by the tests process:
+        each decodes its value (strictly, under the per-test time limit) and runs as real Python."""
+        order = sorted(deferred)
+        steps = [("test", plans[i].assertion(), n) for n, i in enumerate(order)]
+        results, _ = self.run(steps, prelude=direct.EVALUATOR_PRELUDE, stubs=[], modules=[],
+                              values=[deferred[i] for i in order])
+        return {i: TestResult(i, plans[i].source, r.passed, r.reason) for i, r in zip(order, results)}
+
+    def run(self, steps=None, *, prelude: str | None = None, stubs: list[str] | None = None,
+            modules: list[str] | None = None, values: list | None = None) -> tuple[list[TestResult], str]:
+        """The tests process runs `steps` (default: this judgement's), with stubs for the calls. A
+        step (kind, source, n) first binds direct.VALUE to values[n], which follow the job line one
+        per line (the fork server reads its job unbuffered; the forked process reads these buffered)."""
+        values = values or []
+        steps = self.steps if steps is None else steps
+        stubs = self.stubs if stubs is None else stubs
         nonce = secrets.token_hex(16)
         # The tests process's alarm is a second later than a call's deadline, so a slow solution is
         # reported as such (the parent gives up on the call first) rather than as a slow test.
-        job = {"nonce": nonce, "imports": self.imports, "prelude": self.prelude, "stubs": self.stubs,
-               "steps": self.steps,
+        job = {"nonce": nonce, "modules": self.modules if modules is None else modules,
+               "prelude": self.prelude if prelude is None else prelude, "stubs": stubs,
+               "force_stubs": self.force_stubs, "value_name": direct.VALUE, "n_values": len(values), "steps": steps,
                "per_test_seconds": self.per_test + 1.0}
-        test_steps = [i for i, (kind, _) in enumerate(self.steps) if kind == "test"]
+        test_steps = [i for i, step in enumerate(steps) if step[0] == "test"]
         results: dict[int, TestResult] = {}
-        if self.stubs:   # the solution process starts while the tests process loads
+        if stubs:   # the solution process starts while the tests process loads
             started = self._start_solver()
             self.solver = None if isinstance(started, str) else started
             self.restarts = 1
@@ -290,7 +288,9 @@ class _Broker:
             failure = f"the tests process could not start: {tester}"
         else:
             why = tester.send(job, time.monotonic() + 10)
-            failure = f"the tests process: {why}" if why else self._serve(tester, nonce, results)
+            for value in values:
+                why = why or tester.send({"v": value}, time.monotonic() + 10)
+            failure = f"the tests process: {why}" if why else self._serve(tester, nonce, steps, results)
             if not failure:
                 reaped = tester.recv(time.monotonic() + 5)
                 if not (isinstance(reaped, dict) and reaped.get("op") == "reaped" and reaped.get("n") == nonce):
@@ -299,11 +299,11 @@ class _Broker:
         self._stop_solver()
         out = []
         for n, i in enumerate(test_steps):
-            out.append(results.get(i) or TestResult(n, self.steps[i][1], False, failure or "no result"))
+            out.append(results.get(i) or TestResult(n, steps[i][1], False, failure or "no result"))
             out[-1].index = n
         return out, failure
 
-    def _serve(self, tester: Child, nonce: str, results: dict[int, TestResult]) -> str:
+    def _serve(self, tester: Child, nonce: str, steps: list, results: dict[int, TestResult]) -> str:
         grace = 3.0 + self.per_test   # the tests process's own alarm ends a test after per_test + 1
         deadline = time.monotonic() + grace + 3.0   # + start-up and the prelude
         while True:
@@ -322,10 +322,10 @@ class _Broker:
                     return f"the tests process: {why}"
             elif op in ("test", "setup"):
                 i = msg.get("i")
-                if type(i) is not int or not 0 <= i < len(self.steps):
+                if type(i) is not int or not 0 <= i < len(steps):
                     return "the tests process: a malformed result"
                 if op == "test":
-                    results[i] = TestResult(i, self.steps[i][1], msg.get("ok") is True, str(msg.get("e") or ""))
+                    results[i] = TestResult(i, steps[i][1], msg.get("ok") is True, str(msg.get("e") or ""))
                 deadline = time.monotonic() + grace
             elif op == "done":
                 return ""
@@ -348,9 +348,12 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
         results = [TestResult(n, src, False, why) for n, (_, src) in enumerate(s for s in steps if s[0] == "test")]
         return Judgement("failed", len(results), 0, results, isolation=pool.level,
                          memory_accounting=pool.memory_accounting, reason=why, wall_seconds=time.monotonic() - start)
-    stubs = sorted(entry_points) if entry_points is not None else solution_names(solution, steps, prelude)
+    # The entry points are the task's, else the solution's callables among the tests' free names;
+    # no other name of the tests can come from the solution (names.py).
+    stubs = sorted(entry_points) if entry_points is not None else names.entry_points(solution, steps, prelude)
     broker = _Broker(pool, slot, solution, steps, prelude, stubs, limits, per_test_seconds,
-                     imports=solution_imports(solution))
+                     modules=names.modules_for_tests(solution, steps, prelude, stubs),
+                     force_stubs=entry_points is not None)
     plans = direct.plan(steps, stubs, prelude) if prefer_direct else None
     if plans is not None:
         results, decided_by = broker.run_direct(plans), "parent"

@@ -41,6 +41,8 @@ class Child:
         self.stderr_total = 0
         self.stdout_total = 0
         self._buf = bytearray()
+        self._partial = 0          # bytes of the line not yet ended by a newline
+        self._scanned = 0          # bytes of _buf already known to hold no newline
         self._out_open = True
         self.killed_for = ""
         self.uid_to_clear: int | None = None
@@ -74,7 +76,9 @@ class Child:
         else:
             self.stdout_total += len(chunk)
             self._buf += chunk
-            if b"\n" not in chunk and len(self._buf) > self.limits.max_message_bytes:
+            end = chunk.rfind(b"\n")   # the unfinished line's length, whatever complete lines precede it
+            self._partial = self._partial + len(chunk) if end < 0 else len(chunk) - end - 1
+            if self._partial > self.limits.max_message_bytes:
                 self.kill("message_too_long")
         if self.stderr_total + self.stdout_total > self.limits.kill_output_bytes:
             self.kill("output_limit")
@@ -125,9 +129,11 @@ class Child:
     def recv(self, deadline: float) -> dict | str:
         """The next protocol message, or why there is none (timeout, ended, malformed, ...)."""
         while True:
-            if b"\n" in self._buf:
-                line, _, rest = bytes(self._buf).partition(b"\n")
-                self._buf = bytearray(rest)
+            end = self._buf.find(b"\n", self._scanned)   # each byte is scanned once: a long line stays linear
+            self._scanned = len(self._buf) if end < 0 else 0
+            if end >= 0:   # take the line off the front (bytearray does not copy what follows)
+                line = bytes(self._buf[:end])
+                del self._buf[:end + 1]
                 try:
                     return loads_line(line)
                 except WireError as exc:
@@ -201,6 +207,7 @@ class Child:
         while self.sel.get_map() and time.monotonic() < deadline and not self.killed_for:
             self._pump(deadline)
             self._buf.clear()
+            self._scanned = 0
         try:
             self.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

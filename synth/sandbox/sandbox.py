@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from . import isolation
+from . import isolation, levels
 from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .process import spawn
@@ -37,7 +37,7 @@ class Sandbox:
     def __init__(self, limits: SandboxLimits | None = None, *, isolation_level: str = "auto",
                  allow_weak_isolation: bool = False, max_workers: int = 2):
         self.limits = limits or SandboxLimits()
-        self.level = isolation.choose(isolation_level, allow_weak_isolation=allow_weak_isolation)
+        self.level = levels.choose(isolation_level, allow_weak_isolation=allow_weak_isolation)
         self.weak = self.level not in isolation.STRONG
         self.max_workers = max_workers
         self.base_uid = UID_RANGE[0] + secrets.randbelow((UID_RANGE[1] - UID_RANGE[0]) // 4096) * 4096

@@ -59,7 +59,7 @@ def examples_from_dialogue(source: str, tools_text: str, conv_text: str) -> tupl
     for turn in turns:
         role = _ROLE.get(turn.get("from"))
         if role is None:
-            raise RecordError(f"{source}: unknown turn role {turn.get('from')!r}")
+            raise RecordError(str(source), "-", f"unknown turn role {turn.get('from')!r}")
         if role == "tool_call":
             calls_seen = True
             try:

@@ -59,15 +59,15 @@ def parse_tools(text: str | list, *, where: str) -> list[dict]:
     try:
         tools = json.loads(text) if isinstance(text, str) else text
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{where}: tools are not valid JSON ({exc})") from None
+        raise RecordError(str(where), "tools", f"not valid JSON ({exc})") from None
     if isinstance(tools, dict):
         tools = [tools]
     if not isinstance(tools, list):
-        raise RecordError(f"{where}: tools must be a JSON list, got {type(tools).__name__}")
+        raise RecordError(str(where), "tools", f"must be a JSON list, got {type(tools).__name__}")
     out = []
     for t in tools:
         if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t["name"]:
-            raise RecordError(f"{where}: a tool without a name: {str(t)[:80]}")
+            raise RecordError(str(where), "tools", f"a tool without a name: {str(t)[:80]}")
         out.append({"name": t["name"], "description": str(t.get("description", "")),
                     "parameters": t.get("parameters") or {"type": "object", "properties": {}}})
     return out

@@ -23,11 +23,11 @@ def load_glaive(path: str | Path, *, limit: int | None = None) -> pa.Table:
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not a JSON list of dialogues ({exc})") from None
+        raise RecordError(str(path), "-", f"not a JSON list of dialogues ({exc})") from None
     rows = []
     for n, rec in enumerate(records):
         if not isinstance(rec, dict) or "conversations" not in rec:
-            raise RecordError(f"{path}: record {n} has no `conversations`")
+            raise RecordError(str(path), f"record {n}", "no `conversations`")
         conv = json.dumps(rec["conversations"], ensure_ascii=False)
         rows.append({"id": hashlib.sha256(conv.encode()).hexdigest()[:16], "source": f"glaive/{path.name}#{n}",
                      "tools": rec.get("tools") or "[]", "conversations": conv})

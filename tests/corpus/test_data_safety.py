@@ -308,9 +308,9 @@ def test_bad_output_names_are_config_errors(tmp_path, name):
         load_pipeline(cfg)
 
 
-@pytest.mark.parametrize("size", [0, "0MiB", -5])
-def test_a_zero_shard_target_is_a_config_error(tmp_path, size):
-    with pytest.raises(ConfigError, match="shard_target_bytes must be > 0"):
+@pytest.mark.parametrize(("size", "reason"), [(0, "must be > 0"), ("0MiB", "must be > 0"), (-5, "-5 is not a size")])
+def test_a_zero_or_negative_shard_target_is_a_config_error(tmp_path, size, reason):
+    with pytest.raises(ConfigError, match=f"shard_target_bytes.*{reason}"):
         load_pipeline(_cfg(tmp_path, tmp_path / "root", output__shard_target_bytes=size))
 
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 import pytest
 
 from manifests.main import main
-from corpus.plan import PassCost, StageCost, parse_bytes, project
+from corpus.plan import PassCost, StageCost, project
+from manifests.config import parse_size
 from manifests.errors import ConfigError
 
 from ..conftest import write_jsonl
 
 
 def test_sizes_parse_with_decimal_and_binary_units():
-    assert parse_bytes("100TB") == 100e12
-    assert parse_bytes("424.7TiB") == pytest.approx(424.7 * 2**40)
-    assert parse_bytes("5e12") == 5e12
-    with pytest.raises(ConfigError, match="100TB"):
-        parse_bytes("100 furlongs")
+    size = lambda text: parse_size(text, key="--input-bytes", where="the command line")  # noqa: E731
+    assert size("100TB") == 100e12
+    assert size("424.7TiB") == int(424.7 * 2**40)
+    assert size("5e12") == 5e12
+    for bad in ("100 furlongs", "infTB", "nan", "-3GB", "1e40"):
+        with pytest.raises(ConfigError, match=f"--input-bytes in the command line: '{bad}' is not a size"):
+            size(bad)
 
 
 def _passes() -> list[PassCost]:

@@ -7,7 +7,7 @@ import pytest
 
 from corpus.pipeline import load_pipeline
 from corpus.registry import stage_class
-from corpus.stage import DROP_REASON, DROP_STAGE
+from corpus.stage import DROP_DETAIL, DROP_REASON, DROP_STAGE
 from manifests import ConfigError
 
 
@@ -128,6 +128,29 @@ def test_threshold_filters_share_one_rule_and_keep_their_decisions():
     assert j_keep == [None, "judge_below_threshold", None, None]
     with pytest.raises(ConfigError, match="put math_classifier_v1 before it"):
         MathClassifierFilter({}).reasons(pa.table({"x": [1]}))
+
+
+def test_a_threshold_drop_carries_the_measured_value_and_the_threshold():
+    import json
+
+    from corpus.stages.quality_classifier import QualityThreshold
+
+    t = pa.table({"id": ["a", "b", "c"], "quality__score": pa.array([0.9, 0.25, None], pa.float64())})
+    r = QualityThreshold({"min_score": 0.5, "column": "quality__score"})(t)
+    assert r.rejects.column("id").to_pylist() == ["b", "c"]
+    assert [json.loads(d) for d in r.rejects.column(DROP_DETAIL).to_pylist()] == [
+        {"column": "quality__score", "value": 0.25, "min": 0.5},
+        {"column": "quality__score", "value": None, "min": 0.5}]
+
+
+def test_drop_details_must_match_the_rows():
+    from corpus.stage import drop_by_reason
+
+    t = _t(["a", "b", "c"])
+    r = drop_by_reason("x_v1", t, pa.array([None, "bad", "bad"]), details=[None, '{"n": 1}', '{"n": 2}'])
+    assert r.rejects.column(DROP_DETAIL).to_pylist() == ['{"n": 1}', '{"n": 2}']
+    with pytest.raises(RuntimeError, match="x_v1: returned 2 details for 3 rows"):
+        drop_by_reason("x_v1", t, pa.array([None, "bad", "bad"]), details=["{}", "{}"])
 
 
 def test_a_resource_a_stage_reads_is_hashed_into_its_description(tmp_path):

@@ -154,7 +154,7 @@ def test_precompute_top1_sharded_over_ranks_gives_the_same_ids(byte_root, tmp_pa
     from pathlib import Path
 
     from training.teacher import TeacherLabels
-    from training.trainer import plan_run
+    from training.plan import plan_run
 
     from .test_parallel_cpu import free_port
 

@@ -12,6 +12,7 @@ import pytest
 from manifests.catalog import Catalog
 from manifests.errors import ConfigError
 from training import checkpoint as ckpt
+from training.chat import ByteTokenizer
 from training import parallel
 from training.itec import run_itec, select
 from training.itec_config import from_dict
@@ -87,7 +88,7 @@ def _member(directory, seed):
         "run": directory.name, "stage": "post-sft", "step": 0, "model_shape": asdict(shape), "rotary_base": 10_000,
         "kernels": "local", "config": {"tokenizer": "bytes",
                                        "optim": {"name": "afm_rmsprop", "mup_base_width": 64}},
-        "data": {"seq_length": 256}})
+        "data": {"seq_length": 256}}, tokenizer=(ByteTokenizer().describe(), None))
     return str(directory)
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from manifests.config import parse_size
 from manifests.errors import ConfigError
 from training import parallel
 from training.losses import cross_entropies, masked_mean
-from training.memory import GiB, activation_bytes, layer_activation_bytes, parse_bytes, plan_memory
+from training.memory import GiB, activation_bytes, layer_activation_bytes, plan_memory
 from training.model import build_model, get_shape
 from training.optim import AFMRMSPropMomentum
 from training.parallel import ParallelConfig
@@ -118,10 +119,11 @@ def test_largest_micro_batch_is_the_boundary():
     assert fixed + activation_bytes(s, micro_batch=k + 1, seq_length=256) > plan.gpu_bytes
 
 
-def test_parse_bytes():
-    assert parse_bytes("80GiB") == 80 * GiB and parse_bytes("80GB") == 80 * 10 ** 9 and parse_bytes(512) == 512
+def test_gpu_memory_sizes_parse():
+    size = lambda text: parse_size(text, key="--gpu-mem", where="the command line")  # noqa: E731
+    assert size("80GiB") == 80 * GiB and size("80GB") == 80 * 10 ** 9 and size(512) == 512
     with pytest.raises(ConfigError, match="80 gigs"):
-        parse_bytes("80 gigs")
+        size("80 gigs")
 
 
 def test_plan_cli_full_size_on_device_fits_on_8x80(capsys):

@@ -158,23 +158,29 @@ def test_huge_gradient_norm_skips_the_whole_step():
     assert result.skipped_steps == 2
 
 
-def test_trainer_counts_dropped_steps_and_keeps_weights(byte_root, tmp_path):
+def test_trainer_stops_when_every_step_is_dropped(byte_root, tmp_path):
+    from manifests.errors import FatalError
     from training.trainer import train
 
     from .helpers import tiny_cfg
 
     lines = []
-    # drop_norm below any gradient norm of a fresh model: every step is dropped, the weights never move
+    # drop_norm below any gradient norm of a fresh model: every step is dropped, the weights never move; a run
+    # that trained nothing is an error, not a checkpoint of the untouched model (issue 45)
     cfg = tiny_cfg(byte_root, tmp_path / "drop", steps=3, batch=4, optim={
         "name": "afm_rmsprop", "peak_lr": 0.3, "warmup_steps": 1, "mup_base_width": 64, "drop_norm": 1e-6})
-    r = train(cfg, log=lines.append)
-    assert r.skipped_steps == 3 and all(n >= 1e-6 for n in r.grad_norms)
+    with pytest.raises(FatalError, match="every one of the 3 steps run was skipped"):
+        train(cfg, log=lines.append)
     assert sum("step skipped" in line for line in lines) == 3
-    init = train(tiny_cfg(byte_root, tmp_path / "init", steps=1, batch=4, optim={
-        "name": "afm_rmsprop", "peak_lr": 1e-12, "weight_decay": 0.0, "warmup_steps": 1, "mup_base_width": 64}), log=lambda *_: None)
-    assert r.eval_loss == pytest.approx(init.eval_loss, abs=1e-6)  # untrained model's held-out loss
-    m = json.loads((r.checkpoint / "checkpoint.json").read_text())
-    assert m["skipped_steps"] == 3
+    assert not list((tmp_path / "drop").glob("step-*"))
+    # with max_skipped_in_row 2 it stops at the second skipped step
+    lines.clear()
+    cfg = tiny_cfg(byte_root, tmp_path / "drop2", steps=5, batch=4, optim={
+        "name": "afm_rmsprop", "peak_lr": 0.3, "warmup_steps": 1, "mup_base_width": 64, "drop_norm": 1e-6,
+        "max_skipped_in_row": 2})
+    with pytest.raises(FatalError, match="2 steps in a row skipped .last at step 2"):
+        train(cfg, log=lines.append)
+    assert sum("step skipped" in line for line in lines) == 2
 
 
 def test_block_rms_over_distributed_optimizer_shards_equals_whole_blocks():

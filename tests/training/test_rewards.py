@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -10,6 +11,8 @@ import torch
 from manifests.errors import ConfigError, RecordError
 from training.rewards import (RewardConfig, RewardScorer, code_reward, instruction_reward, math_reward,
                               parse_tool_calls, reward_config, tool_reward)
+
+from tests.system_deps import require_some_isolation
 
 from .test_sft import REPO
 
@@ -55,10 +58,9 @@ def test_tool_reward_parses_our_template_and_python_calls_and_applies_the_bfcl_c
 
 
 def test_code_reward_runs_the_sandbox_judge():
-    from synth.sandbox import Sandbox, available
+    from synth.sandbox import Sandbox
 
-    if not (available("bwrap") or available("unshare")):
-        pytest.skip("no sandbox isolation on this machine (needs bubblewrap or user namespaces)")
+    require_some_isolation()
     tests = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(2, 2) == 4"]
     with Sandbox(max_workers=1) as box:
         good = code_reward("Here:\n```python\ndef add(a, b):\n    return a + b\n```", {"tests": tests}, box)
@@ -135,11 +137,9 @@ def test_rm_scorer_equals_the_reward_models_pair_scores(tmp_path):
 
 
 def test_code_prompts_are_scored_by_the_sandbox_through_the_combined_scorer(tmp_path):
-    from synth.sandbox import available
     from training.prompt_sets import code_prompts
 
-    if not (available("bwrap") or available("unshare")):
-        pytest.skip("no sandbox isolation on this machine (needs bubblewrap or user namespaces)")
+    require_some_isolation()
     path = tmp_path / "code.jsonl"
     path.write_text('{"task_id": 7, "text": "Write a function to double a number.", '
                     '"test_list": ["assert double(2) == 4", "assert double(-1) == -2"], "test_setup_code": ""}\n')
@@ -154,3 +154,15 @@ def test_code_prompts_are_scored_by_the_sandbox_through_the_combined_scorer(tmp_
     with pytest.raises(RecordError, match=r"code.jsonl \[record 0\]: a code prompt needs"):
         path.write_text('{"text": "no tests"}\n')
         code_prompts(path)
+
+
+def test_a_code_prompts_reference_solution_names_its_entry_points(tmp_path):
+    # MBPP rows carry a reference (`code`): the task's entry points come from it, a builtin's name included.
+    from training.prompt_sets import code_prompts
+
+    path = tmp_path / "code.jsonl"
+    row = {"task_id": 126, "text": "Sum of common divisors.", "test_list": ["assert sum(10, 15) == 6"],
+           "code": "def sum(a, b):\n    return helper(a, b)\ndef helper(a, b):\n    return 6\n"}
+    path.write_text(json.dumps(row) + "\n")
+    (p,) = code_prompts(path)
+    assert p["reference"]["entry_points"] == ["sum"]

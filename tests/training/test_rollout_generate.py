@@ -133,12 +133,14 @@ def test_sdpa_core_attention_gives_the_same_rollouts(model, tmp_path):
     from dataclasses import asdict
 
     from training import checkpoint as ckpt
+    from training.chat import ByteTokenizer
     from training.rollout import load_policy
 
     shape = get_shape("tiny", vocab_size=64)
     ckpt.save(tmp_path / "c", model=model, manifest={
         "run": "t", "model_shape": asdict(shape), "rotary_base": 10_000, "kernels": "local",
-        "config": {"tokenizer": "bytes"}, "data": {"seq_length": 64}})
+        "config": {"tokenizer": "bytes"}, "data": {"seq_length": 64}},
+        tokenizer=(ByteTokenizer().describe(), None))
     policy = load_policy(tmp_path / "c", max_length=64)
     assert type(policy.model.decoder.layers[0].self_attention.core_attention).__name__ == "SDPACoreAttention"
     for kw in ({"temperature": 0.0}, {"temperature": 1.0, "top_p": 0.9, "seed": 4}):

@@ -21,7 +21,8 @@ def _save(directory, seed):
     model = build_model(shape, seq_length=64, rotary_base=10_000)
     ckpt.save(directory, model=model, manifest={
         "run": "t", "stage": "post-rl", "step": seed, "model_shape": asdict(shape), "rotary_base": 10_000,
-        "kernels": "local", "config": {"tokenizer": "bytes"}, "data": {"seq_length": 64}})
+        "kernels": "local", "config": {"tokenizer": "bytes"}, "data": {"seq_length": 64}},
+        tokenizer=({"name": "utf8-bytes", "kind": "bytes", "vocab_size": 256, "eod_id": 0}, None))
     return model
 
 

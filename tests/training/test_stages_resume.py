@@ -54,7 +54,7 @@ def test_resume_reproduces_the_uninterrupted_run_exactly(byte_root, tmp_path):
 def test_resume_refuses_other_data(byte_root, tmp_path):
     train(tiny_cfg(byte_root, tmp_path / "a", steps=4, batch=8), log=quiet)
     other = tiny_cfg(byte_root, tmp_path / "a", steps=5, batch=8)
-    with pytest.raises(ConfigError, match="another step count"):
+    with pytest.raises(ConfigError, match="another run .*steps 5 vs 4"):
         train(other, resume="auto", log=quiet)
 
 

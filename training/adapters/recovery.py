@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from manifests.config import require_number
+
 from .. import parallel
 from ..data import batch_at, blend_from_pairs, build_splits, valid_fraction
 from ..losses import cross_entropies, masked_mean
@@ -29,6 +31,12 @@ class RecoveryConfig:
     lr: float = 3e-3
     grad_clip: float = 1.0
     seed: int = 0
+
+    def __post_init__(self):
+        require_number(self.steps, "--steps", where="quantize recover", ge=1, integer=True)
+        require_number(self.batch, "--batch", where="quantize recover", ge=1, integer=True)
+        require_number(self.lr, "--lr", where="quantize recover", gt=0)
+        require_number(self.grad_clip, "grad_clip", where="quantize recover", gt=0)
 
 
 def train_batches(manifest: dict, *, n: int, batch: int, cache_dir: str | Path) -> list[dict]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -44,16 +44,19 @@ def base_id(path: str | Path) -> str:
 def save_adapter(directory: str | Path, adapter: Adapter, *, base: str, extra: dict | None = None) -> Path:
     from safetensors.torch import save_file
 
+    from ..checkpoint import commit_dir
+
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(adapter.state_dict(), str(directory / WEIGHTS))
+    partial = directory.parent / f".{directory.name}.partial"  # written whole, then renamed into place
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    save_file(adapter.state_dict(), str(partial / WEIGHTS))
     c = adapter.config
     manifest = {"format": FORMAT, "base": base, "rank": c.rank, "alpha": c.alpha if c.alpha is not None else c.rank,
                 "targets": list(c.targets), "init": c.init,
                 "modules": sorted(k.replace("/", ".") for k in adapter.A), **(extra or {})}
-    tmp = directory / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    os.replace(tmp, directory / MANIFEST)
+    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    commit_dir(partial, directory)
     return directory
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from manifests.config import require_number
 from manifests.errors import ConfigError
 
 from .afm_rmsprop import AFMRMSPropMomentum
@@ -32,15 +33,22 @@ class OptimConfig:
     drop_norm: float | None = 100.0  # skip the whole step when the global gradient norm is >= this (AXLearn)
     update_clip: float = 1.0  # per-block update RMS (AFM optimizer only; AXLearn's raw_update_clipping_threshold)
     mup_base_width: int | None = None  # None: no μParam scaling
+    # stop the run (nothing saved) after this many skipped steps in a row; 0: never stop. A run whose every
+    # step is skipped stops too: its model did not train (NaN weights or data, a rate far too high)
+    max_skipped_in_row: int = 20
 
     def __post_init__(self):
         if self.name not in ("afm_rmsprop", "adamw"):
             raise ConfigError(f"optim.name must be 'afm_rmsprop' or 'adamw'; got {self.name!r}")
-        if self.peak_lr <= 0:
-            raise ConfigError(f"optim.peak_lr must be > 0; got {self.peak_lr}")
-        if self.weight_decay < 0:
-            raise ConfigError(f"optim.weight_decay must be >= 0; got {self.weight_decay}")
-        if self.grad_clip <= 0 or (self.drop_norm is not None and self.drop_norm <= 0):
+        for key, low in (("peak_lr", "gt"), ("weight_decay", "ge"), ("final_fraction", "ge"), ("eps", "gt"),
+                         ("update_clip", "gt")):
+            require_number(getattr(self, key), f"optim.{key}", **{low: 0})
+        require_number(self.final_fraction, "optim.final_fraction", le=1)
+        for key in ("beta1", "beta2"):
+            require_number(getattr(self, key), f"optim.{key}", ge=0, lt=1)
+        require_number(self.warmup_steps, "optim.warmup_steps", ge=0, integer=True)
+        require_number(self.max_skipped_in_row, "optim.max_skipped_in_row", ge=0, integer=True)
+        if not self.grad_clip > 0 or (self.drop_norm is not None and not self.drop_norm > 0):
             raise ConfigError(f"optim.grad_clip ({self.grad_clip}) and optim.drop_norm ({self.drop_norm}) must be "
                               "> 0 (drop_norm may be null: never skip a step)")
         if self.mup_base_width is not None and self.mup_base_width <= 0:

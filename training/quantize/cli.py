@@ -67,6 +67,8 @@ def cmd_recover(args) -> int:
     from ..trainer import load_model
     from .palettize import dequantized_state, load_palettized
 
+    config = RecoveryConfig(lora=LoraConfig(rank=args.rank, init=args.init), steps=args.steps, batch=args.batch,
+                            lr=args.lr)  # checked before any work
     parallel.setup(parallel.ParallelConfig())
     model, manifest = load_palettized(args.palettized)
     residual = None
@@ -79,9 +81,7 @@ def cmd_recover(args) -> int:
 
     batches = train_batches(manifest, n=args.batch * args.steps, batch=args.batch,
                             cache_dir=Path(args.out) / ".data-cache")
-    adapter, host, losses = train_recovery(model, batches, RecoveryConfig(
-        lora=LoraConfig(rank=args.rank, init=args.init), steps=args.steps, batch=args.batch, lr=args.lr),
-        residual=residual)
+    adapter, host, losses = train_recovery(model, batches, config, residual=residual)
     host.detach()
     save_adapter(args.out, adapter, base=base_id(args.palettized),
                  extra={"steps": args.steps, "lr": args.lr, "data": manifest["data"]["source_id"],

@@ -87,7 +87,7 @@ def _task_adapter(root: Path, recovery: Path, info, steps: int, log) -> tuple[fl
     """`train sft --adapter-init RECOVERY`: a task adapter on the LLaMA-Factory demo conversations, from a copy
     of the recovery adapter, on the frozen palettized base; the base's shape and tokenizer (bytes, or the BPE
     the train demo's mixture names) come from its checkpoint."""
-    from ..export_hf import checkpoint_tokenizer
+    from ..checkpoint import checkpoint_tokenizer
     from ..post_config import from_dict
     from ..sft import train_sft
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from manifests.config import require_number
 from manifests.errors import ConfigError, ManifestError
 
 from .. import checkpoint as ckpt
@@ -59,10 +60,14 @@ class PalettizeConfig:
     weighting: str = "activations"
 
     def __post_init__(self):
-        if self.group_size < 1:
-            raise ConfigError(f"palettize: group_size must be >= 1; got {self.group_size}")
         if sorted(self.bits, reverse=True) != list(self.bits) or any(b not in (1, 2, 4, 8) for b in self.bits):
             raise ConfigError(f"palettize: bits must be descending values among 1, 2, 4, 8; got {self.bits}")
+        # the lowest bit width is the least any layer can take: a lower target cannot be met (0, -1 and nan
+        # used to run and write a model at the lowest width anyway)
+        require_number(self.bpw, "--bpw", where="palettize", ge=min(self.bits))
+        require_number(self.group_size, "--group-size", where="palettize", ge=1, integer=True)
+        require_number(self.iters, "iters", where="palettize", ge=1, integer=True)
+        require_number(self.calib_samples, "--calib-samples", where="palettize", ge=1, integer=True)
         if self.weighting not in ("none", "activations", "gradients"):
             raise ConfigError(f"palettize: weighting must be 'none', 'activations' or 'gradients'; "
                               f"got {self.weighting!r}")
@@ -270,7 +275,7 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     parallel.setup(parallel.ParallelConfig(kernels=info.manifest.get("kernels", "local")))
-    seq = int(info.manifest["data"]["seq_length"])
+    seq = ckpt.seq_length_of(info)
     model, _ = load_model(info.directory, seq_length=seq)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
     names = [k for k, v in state.items() if is_palettized(k, v)]
@@ -303,11 +308,19 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
 
 
 def write_palettized(out: Path, result: Palettized) -> None:
+    """Weights, then the manifest that names their sha256, each written to a temporary name and renamed: a
+    kill between the two renames leaves a pair whose hashes disagree, which loading refuses (the folder
+    also holds adapters and a data cache, so it is not replaced whole)."""
+    import hashlib
+
     from safetensors.torch import save_file
 
-    save_file({k: v.contiguous() for k, v in result.stored.items()}, str(out / WEIGHTS))
+    tmp_weights = out / (WEIGHTS + ".tmp")
+    save_file({k: v.contiguous() for k, v in result.stored.items()}, str(tmp_weights))
+    manifest = dict(result.manifest, weights_sha256=hashlib.sha256(tmp_weights.read_bytes()).hexdigest())
     tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(result.manifest, indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    os.replace(tmp_weights, out / WEIGHTS)
     os.replace(tmp, out / MANIFEST)
 
 
@@ -328,8 +341,15 @@ def dequantized_state(directory: str | Path) -> dict[str, torch.Tensor]:
     """The megatron state dict a palettized directory stands for (LUT[index], int8 · scale)."""
     from safetensors.torch import load_file
 
+    import hashlib
+
     manifest = read_manifest(directory)
-    stored = load_file(str(Path(directory) / WEIGHTS))
+    weights = Path(directory) / WEIGHTS
+    want = manifest.get("weights_sha256")
+    if want and hashlib.sha256(weights.read_bytes()).hexdigest() != want:
+        raise ManifestError(f"{weights}: sha256 does not match {MANIFEST}; the palettized weights were changed or "
+                            "a palettize run was interrupted: palettize again")
+    stored = load_file(str(weights))
     gs = int(manifest["group_size"])
     state = {}
     for name, meta in manifest["layers"].items():

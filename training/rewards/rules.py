@@ -1,14 +1,14 @@
 """Rule rewards: verifiable checks of a response against the prompt's `reference` (training/prompt_sets.py).
 Each returns a RuleScore in [0, 1] plus what it decided on; none of them raises on a bad response (a response
-that cannot be parsed scores 0 with the reason in `detail`). The checks are the project's own, one place each:
+that cannot be parsed scores 0 with the reason in `detail`). The checks are the ones the evaluations use, from
+synth/checkers (one place each):
 
-- math: synth.math.answers (extract_final, then the last number; answers_equal: normalised, numeric, symbolic);
-- instruction: evals.model.ifeval.follows, the fraction of the prompt's instructions followed (strict);
+- math: extract_final, then the last number; answers_equal: normalised, numeric, symbolic;
+- instruction: IFEval's `follows`, the fraction of the prompt's instructions followed (strict);
 - tool: calls in our chat template (`<|tool_call|>{"name", "arguments"}` lines) or Python call syntax
-  (evals.model.posttrain.parse_calls), checked by the BFCL AST checker (evals.model.posttrain.bfcl_correct:
-  synth.tools.ast_check plus BFCL's int/float rule);
-- code: the sandbox's judge (synth.sandbox; the verdict is decided outside the sandboxed solution), the
-  fraction of tests passed.
+  (`parse_calls`), checked by the BFCL AST checker (`bfcl_correct`);
+- code: the sandbox judge's front door (`judge_code`; the verdict is decided outside the sandboxed solution),
+  the fraction of tests passed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class RuleScore:
 
 
 def math_reward(response: str, reference: dict) -> RuleScore:
-    from synth.math.answers import answers_equal, extract_final, numbers_in
+    from synth.checkers import answers_equal, extract_final, numbers_in
 
     pred = extract_final(response)
     how = "stated"
@@ -39,7 +39,7 @@ def math_reward(response: str, reference: dict) -> RuleScore:
 
 
 def instruction_reward(response: str, reference: dict) -> RuleScore:
-    from evals.model.ifeval import follows
+    from synth.checkers import follows
 
     verdicts = follows({"instruction_id_list": reference["instruction_id_list"], "kwargs": reference["kwargs"]},
                        response)["strict"]
@@ -71,13 +71,13 @@ def parse_tool_calls(response: str) -> list[dict] | None:
         calls.append({"name": call["name"], "arguments": args})
     if calls:
         return calls
-    from evals.model.posttrain import parse_calls
+    from synth.checkers import parse_calls
 
     return parse_calls(response) if "(" in response else None
 
 
 def tool_reward(response: str, reference: dict, tools: list[dict] | None) -> RuleScore:
-    from evals.model.posttrain import bfcl_correct
+    from synth.checkers import bfcl_correct
 
     pred = parse_tool_calls(response)
     ok = bfcl_correct(pred, reference["calls"], list(tools or []))
@@ -95,8 +95,11 @@ def extract_code(response: str) -> str:
 
 def code_reward(response: str, reference: dict, sandbox) -> RuleScore:
     """reference: {"tests": [assert statements] or a test source, "prelude"?: trusted code, "entry_points"?}."""
-    j = sandbox.judge(extract_code(response), reference["tests"], prelude=reference.get("prelude", ""),
-                      entry_points=reference.get("entry_points"), timeout_s=float(reference.get("timeout_s", 2.0)))
+    from synth.checkers import judge_code
+
+    j = judge_code(extract_code(response), reference["tests"], prelude=reference.get("prelude", ""),
+                   entry_points=reference.get("entry_points"), timeout_s=float(reference.get("timeout_s", 2.0)),
+                   sandbox=sandbox)
     return RuleScore(j.n_passed / max(1, j.n_tests),
                      {"verdict": j.verdict, "passed": j.n_passed, "tests": j.n_tests, "reason": j.reason,
                       "isolation": j.isolation})

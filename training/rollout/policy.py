@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..chat import END, load_tokenizer, render
+from ..chat import END, render
 from ..config import ConfigError
 
 END_MARKER = END.rstrip("\n")  # a response ends when it writes `<|end|>`
@@ -48,7 +48,7 @@ def chat_prompt_ids(messages: Sequence[dict], tokenizer, *, tools: Sequence[dict
 
 def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = True) -> Policy:
     """A post-training checkpoint (SFT, RS, DPO, RL) or pretraining checkpoint; TP=1 on this machine's device.
-    `sdpa`: with local kernels, the fused scaled-dot-product core attention of evals/model/sdpa.py (same
+    `sdpa`: with local kernels, the fused scaled-dot-product core attention of training/model/sdpa.py (same
     parameters, logits equal the stock module's; the rollout tests check both give the same rollouts)."""
     from .. import parallel
     from ..checkpoint import open_checkpoint
@@ -58,7 +58,7 @@ def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = 
     kernels = info.manifest.get("kernels", "local")
     parallel.setup(parallel.ParallelConfig(kernels=kernels))
     if sdpa and kernels == "local":
-        from evals.model.sdpa import build_eval_model
+        from ..model.sdpa import build_eval_model
 
         model = build_eval_model(info, seq_length=max_length)
     else:
@@ -68,12 +68,7 @@ def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = 
 
 
 def policy_tokenizer(info):
-    """A checkpoint's tokenizer without building its model: post-training checkpoints name it in their config
-    (`bytes` or a file); pretraining ones through their mixture manifest."""
-    spec = (info.manifest.get("config") or {}).get("tokenizer")
-    if isinstance(spec, str):
-        return load_tokenizer(spec)
-    from ..export_hf import checkpoint_tokenizer
+    """A checkpoint's tokenizer without building its model: the one it recorded and carries."""
+    from ..checkpoint import load_checkpoint_tokenizer
 
-    tok = checkpoint_tokenizer(info)
-    return load_tokenizer("bytes" if tok.get("kind") == "bytes" else tok["model_file"])
+    return load_checkpoint_tokenizer(info)

@@ -22,7 +22,6 @@ written on have neither. `benchmarks/rollout_throughput.py` runs it when both ar
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -33,38 +32,17 @@ from .megatron_generator import GenerateConfig, Rollout, rollout_seed
 
 
 def checkpoint_id(checkpoint: str | Path) -> str:
-    """12 hex digits over the checkpoint manifest's bytes and its weight files' (name, size, mtime)."""
-    from ..checkpoint import open_checkpoint
+    """12 hex digits of the checkpoint's weights id (training/checkpoint.py `weights_id`: their hashes)."""
+    from ..checkpoint import open_checkpoint, weights_id
 
-    info = open_checkpoint(checkpoint)
-    h = hashlib.sha256((info.directory / "checkpoint.json").read_bytes())
-    for p in sorted(info.directory.rglob("*")):
-        if p.is_file() and p.name != "checkpoint.json" and "optim" not in p.relative_to(info.directory).parts:
-            st = p.stat()
-            h.update(f"{p.relative_to(info.directory)}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:12]
+    return weights_id(open_checkpoint(checkpoint))[:12]
 
 
 def export_policy(checkpoint: str | Path, out: Path, *, max_position_embeddings: int = 4096) -> Path:
-    """export_hf for a policy checkpoint: post-training checkpoints name their tokenizer in the config
-    (`bytes` or a file), pretraining ones through their mixture (export_hf's own lookup)."""
-    from ..checkpoint import open_checkpoint
-    from ..export_hf import export_hf, write_tokenizer
+    """export_hf for a policy checkpoint (its tokenizer is the one the checkpoint recorded and carries)."""
+    from ..export_hf import export_hf
 
-    info = open_checkpoint(checkpoint)
-    spec = (info.manifest.get("config") or {}).get("tokenizer")
-    if spec is None:
-        return export_hf(info.directory, out, max_position_embeddings=max_position_embeddings)
-    export_hf(info.directory, out, max_position_embeddings=max_position_embeddings, tokenizer=False)
-    if spec == "bytes":
-        write_tokenizer({"kind": "bytes", "eod_id": 0}, out)
-    else:
-        from ..chat import load_tokenizer
-
-        eod = int(getattr(load_tokenizer(spec), "eod_id", 0))
-        write_tokenizer({"kind": "sentencepiece" if spec.endswith(".model") else "file", "model_file": spec,
-                         "eod_id": eod}, out)
-    return out
+    return export_hf(checkpoint, out, max_position_embeddings=max_position_embeddings)
 
 
 class WeightSync:

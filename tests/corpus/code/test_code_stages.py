@@ -92,7 +92,7 @@ def test_licensed_dataset_pipeline_selects_by_license_then_applies_pii(tmp_path,
     from corpus.executors import run_pipeline
     from corpus.pipeline import load_pipeline
 
-    pii = [{"pii_v2": {}}]
+    pii = [{"pii_v3": {}}]
     pipeline = load_pipeline({
         "name": "college-math-licensed",
         "input": {"format": "jsonl", "paths": [str(shared_data / "benchmarks/math_eval_harness/college_math/test.jsonl")],

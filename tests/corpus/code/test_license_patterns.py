@@ -51,7 +51,7 @@ def test_artifact_bundled_and_other_files_are_recorded_not_deciding():
     assert _check("copyright-exclude").expression == "MIT"
     assert [license_role(p) for p in ("LICENSE", "LICENSE_weights", "THIRD-PARTY-NOTICES.txt", "copyright-exclude",
                                       "LICENSES/MIT.txt", "vendor/x/LICENSE", "src/LICENSE", "license.py")] == \
-        ["own", "artifact", "bundled", "other", "reuse", "bundled", None, None]
+        ["own", "artifact", "bundled", "other", "reuse", "bundled", "directory", None]
 
 
 def test_statements_in_readme_and_package_metadata_count():
@@ -74,9 +74,9 @@ def test_noncommercial_and_sharealike_names_never_read_as_cc_by():
     assert name_expression("cc-by-4.0") == "CC-BY-4.0"
 
 
-def test_code_and_content_licenses_in_one_file_both_apply():
+def test_a_content_license_that_names_what_it_covers_is_not_the_codes():
     det = _check("code-mit-content-nc")
-    assert same_expression(det.expression, "MIT AND CC-BY-NC-4.0")  # not plain MIT: the content clause is read
+    assert det.expression == "MIT" and det.scoped == {"docs|media": "CC-BY-NC-4.0"}  # kept for the content, images
 
 
 def test_restrictive_terms_anywhere_in_a_license_text():
@@ -123,7 +123,8 @@ def test_stage_drops_ambiguous_with_its_own_reason_and_reader_records_evidence(t
 
 def test_declaration_picks_among_file_alternatives_but_file_conditions_stay():
     assert _check("readme-picks-gpl").expression == "GPL-2.0-only"  # README narrows COPYING OR LICENSE-MIT
-    assert same_expression(_check("package-json-mit-beside-nc-content").expression, "MIT AND CC-BY-NC-SA-4.0")
+    det = _check("package-json-mit-beside-nc-content")
+    assert det.expression == "MIT" and det.scoped == {"docs": "CC-BY-NC-SA-4.0"}
     assert _check("apache-with-bundled-notices").expression == "Apache-2.0"  # notices inside LICENSE recorded
     assert same_expression(_check("two-texts-no-statement").expression, "MIT AND BSD-3-Clause")
     assert _check("readme-names-a-dependency").expression == "MIT"

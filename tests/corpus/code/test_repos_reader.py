@@ -1,10 +1,12 @@
-"""The repos reader: folders of repositories and tables of files, with repository-level licenses."""
+"""The repos reader: folders of repositories and tables of files, one row per file with what the license
+stage reads (`license_inputs`); the license and the language are decided by their stages."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import pyarrow as pa
 import pytest
 
 from corpus.readers import InputFile, make_reader
@@ -18,24 +20,45 @@ def _read(path, options=None):
     reader = make_reader("repos", options or {})
     tables = list(reader.read(InputFile(Location.parse(str(path)), "in"), batch_rows=7, on_record_error=errors.append))
     rows = [r for t in tables for r in t.to_pylist()]
-    return rows, errors
+    return rows, errors, tables
+
+
+def _decided(tables):
+    """Rows after code_language_v1 (any language) and code_license_v1, and the license rejects by source."""
+    from corpus.registry import stage_class
+
+    kept, rejects = [], {}
+    for table in tables:
+        out = stage_class("code_language_v1")({"languages": None})(table)
+        result = stage_class("code_license_v1")({})(out.table)
+        kept += result.table.to_pylist()
+        if result.rejects is not None:
+            rejects.update({r["source"]: r for r in result.rejects.to_pylist()})
+    return kept, rejects
 
 
 @pytest.mark.usefixtures("shared_data")
-def test_folder_of_repositories_gives_one_row_per_file_with_license_and_language():
-    rows, errors = _read(SAMPLES / "code" / "repos")
+def test_folder_of_repositories_gives_one_row_per_file_and_the_stages_decide():
+    rows, errors, tables = _read(SAMPLES / "code" / "repos")
     assert not errors
     by_source = {r["source"]: r for r in rows}
     assert len(rows) == 31 and len(by_source) == 31 and len({r["id"] for r in rows}) == 31
+    assert {"license", "language"}.isdisjoint(rows[0])  # the reader reads; the stages decide
+    inputs = json.loads(by_source["pallets__click:src/click/_utils.py"]["license_inputs"])
+    assert sorted(inputs["files"]) == ["LICENSE.txt"] and "src/click/_utils.py" not in inputs["files"]
+    assert tables[0].schema.field("license_inputs").type == pa.dictionary(pa.int32(), pa.string())
+    kept, rejects = _decided(tables)
+    by_source = {r["source"]: r for r in kept}
     click = by_source["pallets__click:src/click/_utils.py"]
     assert (click["repository"], click["path"], click["language"], click["license"]) == \
         ("pallets__click", "src/click/_utils.py", "Python", "BSD-3-Clause")
+    assert "license_inputs" not in click
     assert by_source["BurntSushi__ripgrep:build.rs"]["license"] in ("MIT OR Unlicense", "Unlicense OR MIT")
-    assert by_source["demo__gpl-meter:src/meter.c"]["license"] == "GPL-2.0-or-later"
-    assert by_source["demo__gpl-meter:src/meter.c"]["language"] == "C"
-    assert by_source["demo__no-license:wordcount.py"]["license"] == "unknown"
-    assert by_source["webrecorder__warcio:LICENSE"]["language"] is None  # kept as a row; filtered later
-    again, _ = _read(SAMPLES / "code" / "repos")
+    meter = rejects["demo__gpl-meter:src/meter.c"]
+    assert meter["drop_reason"] == "license:GPL-2.0-or-later"
+    assert json.loads(meter["drop_detail"])["repository"]["expression"] == "GPL-2.0-or-later"
+    assert rejects["demo__no-license:wordcount.py"]["drop_reason"] == "license:unknown"
+    again, _, _ = _read(SAMPLES / "code" / "repos")
     assert [r["id"] for r in again] == [r["id"] for r in rows]  # stable ids
 
 
@@ -48,10 +71,12 @@ def test_one_repository_binary_and_large_files_are_counted(tmp_path, shared_data
     (repo / ".git").mkdir()
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     shutil.copy(shared_data / "licenses/licensee/spec/fixtures/mit/LICENSE.txt", repo / "LICENSE.txt")
-    rows, errors = _read(repo, {"repo_depth": 0, "max_file_bytes": 4000})
+    rows, errors, tables = _read(repo, {"repo_depth": 0, "max_file_bytes": 4000})
     assert sorted(r["path"] for r in rows) == ["LICENSE.txt", "src/main.go"]
-    assert {r["license"] for r in rows} == {"MIT"} and rows[-1]["repository"] == "tool"
+    assert rows[-1]["repository"] == "tool"
     assert sorted(e.reason.split(":")[0] for e in errors) == ["binary", "too_large"]
+    kept, _ = _decided(tables)
+    assert [(r["path"], r["license"]) for r in kept] == [("src/main.go", "MIT")]
 
 
 def test_table_of_files_detects_per_repository_or_uses_a_license_column(tmp_path, shared_data):
@@ -66,14 +91,16 @@ def test_table_of_files_detects_per_repository_or_uses_a_license_column(tmp_path
         lic = next((base / "files" / folder).glob("_REPO_LICENSE_*"))
         records.append({"repository": repo, "path": "LICENSE", "text": lic.read_text(), "spdx": None})
     path = write_jsonl(tmp_path / "files.jsonl.gz", records, compress="gz")
-    rows, errors = _read(path)
+    rows, errors, tables = _read(path)
     assert not errors and len(rows) == len(records)
-    lic = {r["repository"]: r["license"] for r in rows}
-    assert lic == {"pallets/click": "BSD-3-Clause", "ranger/ranger": "GPL-3.0-only"}
     assert rows[0]["source"] == f"{rows[0]['repository']}:{rows[0]['path']}"
-    given, _ = _read(path, {"license_field": "spdx"})
+    kept, rejects = _decided(tables)
+    assert {r["repository"]: r["license"] for r in kept} == {"pallets/click": "BSD-3-Clause"}
+    assert {r["drop_reason"] for s, r in rejects.items() if s.startswith("ranger/ranger:")} == {"license:GPL-3.0-only"}
+    given, _, _ = _read(path, {"license_field": "spdx"})
     assert {r["license"] for r in given if r["path"] == "LICENSE"} == {"unknown"}
     assert {r["license"] for r in given if r["path"] != "LICENSE"} == {"BSD-3-Clause", "GPL-3.0-only"}
+    assert all("license_inputs" not in r for r in given)
 
 
 def test_bad_options_fail_before_work():

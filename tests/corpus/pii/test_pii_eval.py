@@ -41,3 +41,23 @@ def test_planted_sets_are_what_they_say(shared_data):
     assert len(positives) == 4 and len(negatives) == 2
     for start, end, family in positives:
         assert planted[start:end] and planted[start:end] not in text
+
+
+def test_creddata_line_score_counts_rows_hit_on_either_side():
+    from evals.data import _pii_creddata as cd
+
+    text = "a = 1\npassword = 'x7Gq2'\ntitle = 'Name'\nkey: |\n  AAAA\n  BBBB\nend\n"
+    files = [cd.CredFile("f", "r", ".py", text)]
+    rows = [cd.Row(0, 2, 2, "T", "Password", 12, 17),  # the password value on line 2
+            cd.Row(0, 3, 3, "F", "Key", -1, -1),
+            cd.Row(0, 5, 6, "T", "PEM Private Key", 2, -1),  # a two-line value
+            cd.Row(0, 1, 1, "X", "Other", -1, -1)]
+    second = text.index("AAAA")
+    # one span on line 2 covering the value, one on line 3 (a false hit), one on the first line of the block,
+    # one on line 7 that nobody labelled
+    det = [[(text.index("x7Gq2"), text.index("x7Gq2") + 5), (text.index("Name"), text.index("Name") + 4),
+            (second, second + 4), (text.index("end"), text.index("end") + 3)]]
+    r = cd.score(files, rows, det)
+    assert (r["T"], r["T_hit"], r["T_value"], r["FX"], r["FX_hit"], r["unlabelled_lines"]) == (2, 2, 1, 2, 1, 1)
+    assert r["recall"] == 1.0 and r["false_hit_rate"] == 0.5 and r["value_recall"] == 0.5
+    assert cd.score(files, rows, [[]])["recall"] == 0.0

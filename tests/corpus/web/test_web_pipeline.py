@@ -10,7 +10,7 @@ from .conftest import REPO
 
 WEB_STAGES = ["http_response_v1", "web_extract_v1", "normalize_text_v1", "web_lang_v1", "lang_filter_v1",
               "gopher_repetition_v1", "gopher_quality_v1", "c4_quality_v1", "fineweb_quality_v1",
-              "web_safety_v2", "web_safety_filter_v2", "pii_v2"]
+              "web_safety_v2", "web_safety_filter_v2", "pii_v3"]
 
 
 def test_default_web_config_validates_with_stages_in_order():
@@ -38,5 +38,5 @@ def test_web_filtered_demo_runs_and_keeps_clean_english_pages(tmp_path):
     assert stats["lang_filter_v1"].dropped.get("wrong_language", 0) >= 5
     assert sum(stats[n].n_dropped for n in ("gopher_repetition_v1", "gopher_quality_v1",
                                             "c4_quality_v1", "fineweb_quality_v1")) >= 3
-    assert stats["pii_v2"].counters.get("pii_email", 0) >= 1
+    assert stats["pii_v3"].counters.get("pii_email", 0) >= 1
     assert not any("@" in t and "<EMAIL>" not in t and "mailto" in t for t in table.column("text").to_pylist())

@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from evals.model.ifeval import CHECKS, follows, load_prompts, score, sentences
+from evals.model.ifeval import load_prompts
+from synth.checkers.ifeval import CHECKS, follows, score, sentences
 
 STATISTICAL = {"language:response_language", "change_case:english_capital", "change_case:english_lowercase",
                "length_constraints:number_sentences"}

@@ -10,9 +10,9 @@ import pytest
 from evals.model.backends import HFLM, LM, MegatronLM
 from evals.model.generation import gsm8k_extract, run_gsm8k
 from evals.model.longcontext import make_item, run_longcontext
-from evals.model.posttrain import (bfcl_correct, bfcl_items, grade, parse_calls, pass_at_k, run_bfcl,
-                                   run_summaries, sandbox_judge)
+from evals.model.posttrain import bfcl_items, grade, pass_at_k, run_bfcl, run_summaries
 from evals.model.runner import compare, evaluate, read_results, write_results
+from synth.checkers import bfcl_correct, judge_code, parse_calls
 
 
 class Scripted(LM):
@@ -71,8 +71,8 @@ def test_gsm8k_extraction_and_scoring(shared_data):
 
 def test_code_pass_at_k_in_sandbox(shared_data):
     assert pass_at_k(10, 3, 1) == pytest.approx(0.3) and pass_at_k(5, 5, 2) == 1.0
-    assert sandbox_judge("def add(a, b):\n    return a + b", "assert add(2, 3) == 5")
-    assert not sandbox_judge("def add(a, b):\n    return a - b", "assert add(2, 3) == 5")
+    assert judge_code("def add(a, b):\n    return a + b", "assert add(2, 3) == 5").passed
+    assert not judge_code("def add(a, b):\n    return a - b", "assert add(2, 3) == 5").passed
 
 
 def test_humaneval_sampled_pass_at_k(shared_data):
@@ -89,6 +89,23 @@ def test_humaneval_sampled_pass_at_k(shared_data):
     assert lm.seeds == [0, 1] and [r["passed"] for r in res["samples"]] == [[True, False]] * 3
     greedy = run_humaneval(Scripted(lambda p: solutions[p]), shared_data / "benchmarks", 3)
     assert greedy["metrics"]["pass@1"] == 1.0
+
+
+def test_mbpp_entry_points_come_from_the_reference(shared_data, tmp_path):
+    # MBPP/126 names its function `sum`: the task's reference says so, so the tests' `sum` is the completion's
+    # (inferred, it would be the builtin); a completion still cannot rebind another name the tests use.
+    from evals.model.posttrain import run_mbpp
+
+    [row] = [json.loads(line) for line in open(shared_data / "benchmarks" / "mbpp" / "mbpp.jsonl")
+             if json.loads(line)["task_id"] == 126]
+    (tmp_path / "mbpp").mkdir()
+    (tmp_path / "mbpp" / "mbpp.jsonl").write_text(json.dumps(row) + "\n")
+    body = row["code"].split(":", 1)[1]   # the reference's body, after the prompt's `def sum(a,b):`
+    res = run_mbpp(Scripted(lambda p: body), tmp_path, None)
+    assert res["metrics"]["pass@1"] == 1.0
+    patch = "\n    return 0\nimport builtins\nbuiltins.sum = lambda *a: 6\n"
+    cheat = run_mbpp(Scripted(lambda p: patch), tmp_path, None)
+    assert cheat["metrics"]["pass@1"] == 0.0
 
 
 def test_summaries_graded_by_scripted_judge():

@@ -1,7 +1,8 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 for backend tests (threads; stops with the test).
 
 Behaviour is scripted per request by the `plan` list: each entry is consumed in order
-("ok", "503", "429", "400", "slow", "garbage"); once the plan is used up every request is "ok".
+("ok", "503", "429", "400", "slow", "garbage", "kill": interrupt the test's main thread as a kill would,
+then answer after `slow_s`); once the plan is used up every request is "ok".
 An "ok" reply is `reply(body, choice_index)` (default: echo the last user message), one choice per
 `n`, with fake log-probs.
 """
@@ -15,8 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0, reply=None):
+    def __init__(self, plan: list[str] | None = None, slow_s: float = 2.0, reply=None, before_kill=None):
         self.plan = list(plan or [])
+        self.before_kill = before_kill  # "kill": called first (e.g. wait until the client stored its answers)
         self.reply = reply or (lambda body, i: "echo[%d] %s" % (i, [m["content"] for m in body["messages"]
                                                                     if m["role"] == "user"][-1]))
         self.slow_s = slow_s
@@ -35,6 +37,13 @@ class FakeServer:
                     server.bodies.append(body)
                     server.times.append(time.monotonic())
                     action = server.plan.pop(0) if server.plan else "ok"
+                if action == "kill":
+                    import _thread
+
+                    if server.before_kill is not None:
+                        server.before_kill()
+                    _thread.interrupt_main()  # KeyboardInterrupt in the client, mid-batch
+                    action = "slow"
                 if action == "slow":
                     time.sleep(server.slow_s)
                     action = "ok"

@@ -75,13 +75,15 @@ def test_hostile_outputs_are_candidate_failures_never_the_callers(box):
     assert box.judge("def f(x):\n    return 2 * x", tests).passed
 
 
-def test_tests_may_use_the_solutions_imports_but_not_its_constants(box):
+def test_tests_may_use_the_solutions_plain_imports_but_not_its_aliases_or_constants(box):
+    # `import math` names the module itself; an alias or a from-import is the solution choosing what
+    # a name of the tests means, so that name stays free (a NameError, as in a fresh interpreter).
     sol = "import math\nfrom collections import Counter as C\nLIMIT = 3\ndef area(r):\n    return math.pi * r * r\n" \
           "alias = area\n"
     tests = ["assert math.isclose(area(1), math.pi)", "assert alias(0) == 0", "assert C('aab')['a'] == 2",
              "assert LIMIT == 3"]
     j = box.judge(sol, tests)
-    assert j.results == [1, 1, 1, 0] and "NameError" in j.tests[3].reason
+    assert j.results == [1, 1, 0, 0] and "NameError" in j.tests[2].reason and "NameError" in j.tests[3].reason
 
 
 def test_which_tests_the_parent_decides():

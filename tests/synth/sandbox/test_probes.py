@@ -13,6 +13,7 @@ import pytest
 
 from manifests.errors import ConfigError
 from synth.sandbox import Sandbox, Verdict
+from tests.system_deps import require_isolation
 
 from .conftest import LIMITS
 
@@ -245,6 +246,7 @@ def test_kernel_attack_surface_syscalls_are_refused(box):
 
 @pytest.mark.parametrize("level", ["bwrap", "unshare"])
 def test_closing_a_sandbox_leaves_no_process_and_no_cgroup(level):
+    require_isolation(level)
     sb = Sandbox(LIMITS, isolation_level=level, max_workers=2)
     js = sb.judge_many([{"solution": "import os\ndef f(x):\n    os.fork()\n    return x", "tests": "assert f(1) == 1\n"},
                         {"solution": "def f(x):\n    return x", "tests": "def c(g):\n    assert g(2) == 2\nc(f)\n"}])

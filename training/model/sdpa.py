@@ -16,6 +16,9 @@ import torch
 import torch.nn.functional as F
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 
+from .gpt import afm_layer_spec, transformer_config
+from .shapes import get_shape
+
 
 class SDPACoreAttention(DotProductAttention):
     def forward(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
@@ -41,8 +44,6 @@ class SDPACoreAttention(DotProductAttention):
 
 def sdpa_layer_spec():
     """training.model.gpt's local AFM spec with SDPACoreAttention as core attention."""
-    from training.model.gpt import afm_layer_spec
-
     spec = copy.deepcopy(afm_layer_spec("local"))
     spec.submodules.self_attention.submodules.core_attention = SDPACoreAttention
     return spec
@@ -52,10 +53,8 @@ def build_eval_model(info, *, seq_length: int):
     """The checkpoint's model (shape, RoPE base from its manifest) with SDPA core attention, weights loaded."""
     from megatron.core.models.gpt import GPTModel
 
-    from training import checkpoint as ckpt
-    from training.model import get_shape
-    from training.model.gpt import transformer_config
-    from training.parallel import device
+    from .. import checkpoint as ckpt
+    from ..parallel import device
 
     shape = get_shape(info.manifest["model_shape"]["name"],
                       **{k: v for k, v in info.manifest["model_shape"].items() if k != "name"})

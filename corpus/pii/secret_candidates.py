@@ -1,0 +1,234 @@
+"""Candidate values for the credential model (secret_model.py): every value in a source line that
+code, configs, shells and docs use to hold a credential, with the name it is bound to and how.
+
+Only lines that can hold one are read: a line with a credential word (pass, pwd, secret, token, key,
+auth, nonce, salt, otp, seed, cred, session, cookie, login, ...), a `scheme://user:pass@` URL, an
+`Authorization` scheme, or a long random-looking token. In such a line a candidate is:
+
+- a quoted string ("...", '...', `...`) or a bare value after an operator (`=`, `:`, `:=`, `=>`, `->`),
+  bound to the identifier just before the operator (`db_password = "..."`, `"apiKey": "..."`,
+  `PASS=...`, `&password=...` in a query, `-e MYSQL_ROOT_PASSWORD=...`, `password: ...` in YAML);
+- a value after a command-line flag or keyword (`--password x`, `-p x`, `identified by 'x'`,
+  `--user admin:x`, `set SMBPass x`), bound to the flag;
+- the password of a `scheme://user:password@host` URL; the credentials of a `Basic`/`Bearer`/`Token`
+  scheme; an XML element's text (`<password>x</password>`);
+- a token with a credential's shape anywhere (JWT, NKEY seed, long hex/base64/base62, UUID).
+
+Each candidate keeps its character span in the text, its 1-based line, the name (possibly empty),
+the operator kind and the quote, for the features. No decision is made here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows around credential words
+MAX_WINDOWS = 2000  # at most this many windows per line (bounded work on pathological lines)
+
+# A line worth reading: credential words (lower-cased text), URL credentials, auth schemes, long tokens.
+_LINE_CUE = re.compile(
+    r"pass|pwd|secret|token|key|auth(?!or)|nonce|salt|otp|seed|cred|session|cookie|login|signature|hmac|"
+    r"bearer|basic |private.?key|cipher|crypt|identified by|://[^\s/:@]{0,64}:[^\s/@]{1,128}@|appid|app_id|"
+    r"client_?id|-u |--user|\bpw\b|_pw\b|\bpin\b|\bapi")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{20,}")
+
+_NAME = r"[A-Za-z_$@][\w.\-$@\[\]]{0,80}"
+_QUOTED = re.compile(r"""(?P<q>["'`])(?P<val>(?:\\.|(?!(?P=q))[^\\\n]){1,600})(?P=q)""")
+# each quote kind on its own too: '{"token": "x"}' holds double-quoted values inside a single-quoted string
+_QUOTED_ONE = {q: re.compile(q + r"(?P<val>(?:\\.|[^\\\n" + q + r"]){1,600})" + q) for q in "\"'"}
+# "key": "value" and "key": ["v1", "v2"] found by their shape, so a line that starts inside a string
+# (a wrapped YAML or log line) does not pair its quotes the wrong way round
+_JSON_PAIR = re.compile(r'"(?P<name>[\w.\-]{1,60})"\s*:\s*"(?P<val>[^"\\\n]{1,300})"')
+_JSON_LIST = re.compile(r'"(?P<name>[\w.\-]{1,60})"\s*:\s*\[(?P<vals>\s*"[^"\\\n]{1,300}"(?:\s*,\s*"[^"\\\n]{1,300}"){0,20})\s*\]')
+_ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}": JSON inside a string
+_BARE = re.compile(r"(?P<name>" + _NAME + r")(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
+_FLAG = re.compile(r"(?:^|\s)(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
+                   r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
+# a line can hold a _FLAG match only if it holds one of these (lower case)
+_FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>[^\s@/\"'<>]{1,128})@"
+                  r"[A-Za-z0-9.\-\[%${<]", re.I)
+_AUTH = re.compile(r"\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
+_XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")
+_SHAPE = re.compile(
+    r"(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
+    r"|(?P<nkey>\bS[A-Z][A-Z2-7]{54,58}\b)"
+    r"|(?P<uuid>\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b)"
+    r"|(?P<token>(?<![\w+/=\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![\w+/=\-]))")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    start: int  # character offsets of the value in the text
+    end: int
+    line: int  # 1-based
+    name: str  # the identifier, flag or scheme it is bound to ("" when none)
+    op: str  # "=", ":", "=>", ",", "(", "flag", "url", "auth", "xml", "shape:<kind>", "none"
+    quote: str  # '"', "'", "`" or ""
+
+    def value(self, text: str) -> str:
+        return text[self.start:self.end]
+
+
+# the binding read backwards from the value's opening quote: [call(] op [quote] name
+_BOUND_REV = re.compile(r"\\?@?\s*(?:\(\w+(?:\s+wen)?|[rbuf](?=[\s=:,(]))?\s*"
+                        r"(?P<op>=:|>=|>-|===|==!|==|=!|=\|\||=\?\?|=(?:\s*[\w&<>\[\].|?*]{1,40}\s*:(?!:))?|:|,|\()\s*"
+                        r"\]?(?P<nq>[\"']?)\\?(?P<name>[\w.\-$@\[\]]{1,80})")
+_CALLEE_REV = re.compile(r"[^()]{0,80}?\((?P<callee>[\w.\-]{1,60})")
+_CRED_WORD = re.compile(r"pass|pwd|pw\b|secret|token|key|auth|cred|nonce|salt|otp|seed|session|cookie|login|sign|"
+                        r"hmac|bearer|basic|private|cipher|crypt|pin\b|api|appid|app_id|client|access|identified|user|secure",
+                        re.I)
+
+
+# a value inside a list bound to a name: "tokens": ["a", "b"]
+_LIST_REV = re.compile(r"\s*(?:,\s*(?:\"[^\"\n]{0,100}\"|'[^'\n]{0,100}')\s*){0,10}\[\s*(?P<op>=:|=|:)\s*"
+                       r"\]?(?P<nq>[\"']?)\\?(?P<name>[\w.\-$@]{1,80})")
+
+
+def _binding(line: str, at: int) -> tuple[str, str]:
+    """(name, op) of the identifier bound to a value that starts at `at` (the opening quote)."""
+    before = line[max(0, at - 400):at][::-1]
+    m = _LIST_REV.match(before)
+    if m is not None:
+        name = m.group("name")[::-1].lstrip("0123456789.-")
+        if name:
+            return name, "list"
+    m = _BOUND_REV.match(before)
+    if m is None:
+        return "", "none"
+    name = m.group("name")[::-1].lstrip("0123456789.-").rstrip(".[]")
+    op = m.group("op")[::-1]
+    op = "=" if op.endswith("=") and ":" in op else op  # name: Type = value
+    if op in (",", "("):  # a call's argument: the callee says what it is (GitCredential("alice", "x"))
+        callee = _CALLEE_REV.match(line[max(0, at - 160):at][::-1]) if op == "," else None
+        callee_name = callee.group("callee")[::-1] if callee else ""
+        name = f"{callee_name}.{name}" if callee_name else name
+    return (name, op) if name else ("", "none")
+
+
+_HEXISH = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_LOWER, _UPPER, _DIGITS = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), \
+    frozenset("0123456789")
+_LIST_ITEM = re.compile(r'"([^"]+)"')
+
+
+def _classes(value: str) -> tuple[bool, bool, bool]:
+    chars = set(value)
+    return not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER), not chars.isdisjoint(_DIGITS)
+
+
+def worth_scoring(value: str, name: str, op: str) -> bool:
+    """The cheap gate before features: a value a credential can be (no spaces, at most two non-ASCII
+    characters, 3+ characters) bound to a credential-like name or flag, or in a credential position or
+    shape; an unnamed long token only when it looks random (most are identifiers and paths)."""
+    if len(value) < 3 or (" " in value and op != "auth") or "\t" in value:
+        return False
+    if not value.isascii() and sum(not c.isascii() for c in value) > 2:
+        return False  # text in another script; one or two non-ASCII characters can be in a password
+    if op == "shape:token":
+        lower, upper, digit = _classes(value)
+        return (lower and upper and digit and sum(c.isdigit() for c in value) >= 2) or \
+            (len(value) >= 32 and _HEXISH.fullmatch(value) is not None)
+    if op in ("url", "auth", "xml") or op.startswith("shape:"):
+        return True
+    if _CRED_WORD.search(name):
+        return True
+    return len(value) >= 16 and sum(_classes(value)) >= 2
+def _windows(line: str) -> list[tuple[int, int]]:
+    if len(line) <= MAX_LINE:
+        return [(0, len(line))]
+    out: list[tuple[int, int]] = []
+    for m in _LINE_CUE.finditer(line.lower()):
+        s, e = max(0, m.start() - 200), min(len(line), m.end() + 400)
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out[:MAX_WINDOWS]
+
+
+def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
+    """Candidates of one line (without its newline) that starts at `offset` in the text; with
+    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
+    out: dict[tuple[int, int], Candidate] = {}
+
+    def add(s, e, name, op, quote):
+        if e > s and (s, e) not in out and worth_scoring(line[s:e], name, op):
+            out[(s, e)] = Candidate(offset + s, offset + e, lineno, name, op, quote)
+
+    for ws, we in _windows(line):
+        part = line[ws:we]
+        if shapes_only:
+            for m in _SHAPE.finditer(part):
+                name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
+                add(ws + m.start(), ws + m.end(), name, f"shape:{m.lastgroup}" if op == "none" else op, "")
+            continue
+        # each pattern runs only where its literal part is (the cheap `in` tests keep long files fast)
+        if "://" in part:
+            for m in _URL.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
+        if " " in part:
+            for m in _AUTH.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
+        if "</" in part:
+            for m in _XML.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "xml", "")
+        for m in _QUOTED.finditer(part):
+            name, op = _binding(part, m.start())
+            add(ws + m.start("val"), ws + m.end("val"), name, op, m.group("q"))
+        if "'" in part and '"' in part:
+            for q, pattern in _QUOTED_ONE.items():
+                for m in pattern.finditer(part):
+                    name, op = _binding(part, m.start())
+                    add(ws + m.start("val"), ws + m.end("val"), name, op, q)
+        if '":' in part:
+            for m in _JSON_PAIR.finditer(part):
+                add(ws + m.start("val"), ws + m.end("val"), m.group("name"), ":", '"')
+            for m in _JSON_LIST.finditer(part):
+                for v in _LIST_ITEM.finditer(m.group("vals")):
+                    add(ws + m.start("vals") + v.start(1), ws + m.start("vals") + v.end(1), m.group("name"), "list", '"')
+        if '\\"' in part:
+            for m in _ESC_QUOTED.finditer(part):
+                name, op = _binding(part, m.start() + 1)
+                add(ws + m.start("val"), ws + m.end("val"), name, op, '"')
+        for m in _BARE.finditer(part):
+            val = m.group("val").rstrip(".")
+            if val:
+                add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
+                    m.group("op"), "")
+        lowered = part.lower()
+        for m in (_FLAG.finditer(part) if any(k in lowered for k in _FLAG_WORDS) else ()):
+            val, start = m.group("val"), ws + m.start("val")
+            if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
+                start += val.index(":") + 1
+            add(start, ws + m.end("val"), m.group("name"), "flag", m.group("q"))
+        for m in (_SHAPE.finditer(part) if _LONG_TOKEN.search(part) else ()):
+            kind = m.lastgroup
+            name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
+            add(ws + m.start(), ws + m.end(), name, f"shape:{kind}" if op == "none" else op, "")
+    return list(out.values())
+
+
+def candidates(text: str) -> list[Candidate]:
+    """Candidates of every line that can hold a credential, in text order."""
+    out: list[Candidate] = []
+    lower = text.lower()
+    pos, counted, lineno = 0, 0, 1
+    cue = _LINE_CUE.search(lower)
+    token = _LONG_TOKEN.search(text)
+    while cue is not None or token is not None:
+        at = min(m.start() for m in (cue, token) if m is not None)
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        lineno += text.count("\n", counted, start)
+        counted = start
+        has_cue = cue is not None and cue.start() < end
+        out += line_candidates(text[start:end], start, lineno, shapes_only=not has_cue)
+        pos = end + 1  # one search per selected line, from the next line on
+        if cue is not None and cue.start() < pos:
+            cue = _LINE_CUE.search(lower, pos)
+        if token is not None and token.start() < pos:
+            token = _LONG_TOKEN.search(text, pos)
+    return out

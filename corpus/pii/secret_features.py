@@ -1,0 +1,231 @@
+"""Features of a candidate value (secret_candidates.py) for the credential model: what the name says,
+what the value looks like, how they are bound, and where (file type, comment, test call).
+
+Each feature is a string; the model (secret_model.py) is a weight per string. The vocabulary is
+closed on purpose: name words from a fixed list of credential and non-credential words (so the
+model cannot learn a repository's own identifiers), value shape in buckets (length, entropy,
+character classes, hex/base64/UUID/JWT, placeholder and template markers), and a few crosses of
+name class x value shape, which a linear model needs to tell `password = "x7Gq2"` from
+`title = "x7Gq2"`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
+from .secret_candidates import Candidate
+
+# name words (after splitting snake/camel/kebab/dotted names) that carry meaning for credentials
+NAME_WORDS = frozenset("""
+pass password passwd passphrase pwd pw passwort senha contrasena motdepasse wachtwoord haslo
+secret secrets token tokens key keys apikey api private priv public pub access refresh session cookie
+auth authorization authentication credential credentials cred creds login signin bearer basic digest oauth
+nonce salt otp totp hotp seed mfa pin hmac sign signing signature cipher crypt crypto encrypt encryption
+decrypt aes rsa jwt jwk jws jwe pem cert certificate client consumer app application master admin root
+user username usr name email mail account id uid guid uuid hash hashed digest checksum sha md5 iv
+url uri path file dir host port endpoint domain type kind mode format field label title message msg
+text description hint placeholder error length len size min max count timeout ttl expiry expires
+version ver enabled required confirm confirmation reset new old current old test mock fake dummy
+example sample default value val var env header headers param params query form input data
+webhook wx appid appsecret kty d k x y n e p q dp dq qi secure identified
+""".split())
+PASSWORD_WORDS = frozenset("pass password passwd passphrase pwd pw passwort senha contrasena motdepasse "
+                           "wachtwoord haslo pin identified".split())
+SECRET_WORDS = frozenset("secret secrets token tokens apikey credential credentials cred creds bearer "
+                         "nonce salt otp totp hotp seed hmac signing signature cipher private priv appsecret secure".split())
+KEY_WORDS = frozenset("key keys auth authorization oauth access refresh session cookie jwt jwk pem aes rsa".split())
+NOT_VALUE_WORDS = frozenset("url uri path file dir host port endpoint type kind mode format field label title "
+                            "message msg text description hint placeholder error length len size min max count "
+                            "timeout ttl expiry expires version ver enabled required confirm confirmation reset "
+                            "name username usr email mail id uid header param query input".split())
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
+_SPLIT = re.compile(r"[^a-z]+")  # digits split words too: password2 -> password
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+_B64URL = re.compile(r"^[A-Za-z0-9_\-]+$")
+_UUID = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]*)?$")
+_IDENT = re.compile(r"^(?:[a-z][a-z0-9]*(?:[_\-.][a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+|"
+                    r"[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+|[A-Za-z_]\w*(?:\.\w+)+\(?\)?)$")
+_TEMPLATE = re.compile(r"\$\{|\{\{|\{%|%\(\w+\)|%[sdv]\b|<%|\$\(|^\$\w|^%\w+%$|\{\w*\}|#\{|@\w+@|__\w+__|<[\w\-]+>")
+_PLACEHOLDER = re.compile(r"(?i)change.?me|change.?this|replace|your|example|sample|dummy|placeholder|fake|mock|"
+                          r"todo|fixme|redacted|insert|enter|here|xxx|\*\*\*|\.\.\.|lorem|notreal|test|secret|password|"
+                          r"passwd|token|default|demo|foo|bar|baz|qwerty|admin|root|guest|letmein|hello|none|null|"
+                          r"undefined|true|false|invalid|wrong|bad|incorrect|expired|empty|blank")
+_CODE_WORDS = re.compile(r"\b(?:assert\w*|expect|should|test|it|describe|mock|stub|hash\w*|encrypt\w*|decrypt\w*|"
+                         r"compare|verify|validate|sign|bcrypt|md5|sha\d*|example|sample|default|fake|dummy)\b", re.I)
+_FILE_EXT = re.compile(r"\.\w{2,4}$")
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|<!--|--|;|%|rem\b)")
+
+EXT_GROUP = {}
+for _g, _exts in {
+    "code": ".go .py .pyx .js .mjs .cjs .ts .tsx .jsx .java .kt .scala .rb .php .cs .c .h .cpp .cc .hpp .m .swift "
+            ".rs .ex .exs .erl .groovy .gradle .pl .lua .dart .vb .fs .clj .r .jl .sh .bash .zsh .ps1 .bat .cmd "
+            ".bats .erb .leex .eex .heex .vue .svelte .sql .stub",
+    "config": ".yml .yaml .json .toml .ini .conf .cfg .config .properties .env .xml .plist .tf .tfvars .hcl "
+              ".example .template .tpl .dist .j2 .storyboard .xib .axaml .xaml .csproj .gradle.kts .lock",
+    "doc": ".md .rst .txt .html .htm .adoc .tex .org .markdown",
+    "data": ".log .har .csv .tsv .key .pem .crt .cer .token .pub .p8",
+}.items():
+    for _e in _exts.split():
+        EXT_GROUP[_e] = _g
+
+
+_COMPOUND = re.compile(r"(password|passwd|passphrase|secret|token|apikey|key|pwd|pass|auth|nonce|salt|seed)$")
+
+
+@lru_cache(maxsize=65536)
+def name_words(name: str) -> tuple[str, ...]:
+    """Words of an identifier; a glued compound (ADMINPASSWORD, refreshtoken) also gives its credential word."""
+    name = _CAMEL.sub(lambda m: (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4)), name.lstrip("$@-"))
+    out = []
+    for w in _SPLIT.split(name.lower()):
+        if not w:
+            continue
+        out.append(w)
+        if w not in NAME_WORDS and (m := _COMPOUND.search(w)) and len(w) > len(m.group()):
+            out.append(m.group())
+    return tuple(out)
+
+
+def entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def _bucket(x: float, edges: tuple) -> int:
+    for i, e in enumerate(edges):
+        if x < e:
+            return i
+    return len(edges)
+
+
+def name_class(words: list[str]) -> str:
+    ws = set(words)
+    if ws & PASSWORD_WORDS:
+        return "password"
+    if ws & SECRET_WORDS:
+        return "secret"
+    if ws & KEY_WORDS:
+        return "key"
+    if ws & NOT_VALUE_WORDS:
+        return "other_named"
+    return "none" if not words else "unknown"
+
+
+_LOWER, _UPPER, _DIGIT = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ"), \
+    frozenset("0123456789")
+_ALNUM = _LOWER | _UPPER | _DIGIT
+_SPACE = frozenset(" \t\r\n\f\v")
+
+
+def value_shape(v: str) -> list[str]:
+    out = []
+    n = len(v)
+    chars = set(v)
+    classes = (not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER), not chars.isdisjoint(_DIGIT),
+               not chars <= _ALNUM)
+    out.append("cls=" + "".join("LUDS"[i] for i, c in enumerate(classes) if c))
+    out.append(f"len={_bucket(n, (4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 100))}")
+    h = entropy(v)
+    out.append(f"ent={_bucket(h, (1.5, 2.0, 2.5, 3.0, 3.3, 3.6, 4.0, 4.4, 4.8, 5.2))}")
+    if n >= 8:
+        out.append(f"bits={_bucket(h * n, (24, 32, 48, 64, 96, 128, 192, 256))}")
+    if _UUID.match(v):
+        out.append("shape=uuid")
+        if len(set(v.replace("-", ""))) <= 2:
+            out.append("shape=uuid_zero")
+    elif _JWT.match(v):
+        out.append("shape=jwt")
+    elif n >= 8 and _HEX.match(v) and classes[2] and (classes[0] or classes[1]):
+        out.append("shape=hex")
+    elif n >= 12 and _B64.match(v) and sum(classes[:3]) >= 2:
+        out.append("shape=b64")
+    elif n >= 12 and _B64URL.match(v) and sum(classes[:3]) >= 2:
+        out.append("shape=b64url")
+    if v.isdigit():
+        out.append("digits")
+    if v.isalpha() and v.islower():
+        out.append("lower_alpha")
+    if not chars.isdisjoint(_SPACE):
+        out.append("space")
+    if not v.isascii():
+        out.append("non_ascii")
+    if _TEMPLATE.search(v):
+        out.append("template")
+    if _PLACEHOLDER.search(v):
+        out.append("placeholder_word")
+    if _IDENT.match(v):
+        out.append("identifier")
+    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or _FILE_EXT.search(v):
+        out.append("path_or_url")
+    if "(" in v or ")" in v:
+        out.append("paren")
+    if len(chars) <= 2 or len(set(v.lower())) <= 2:
+        out.append("repeated")
+    if v.startswith(("-----BEGIN", "MII")):
+        out.append("pem")
+    if "\\n" in v:
+        out.append("escaped_newline")
+    return out
+
+
+def line_features(line: str) -> tuple[frozenset, list[str]]:
+    """What a line says around its candidates (computed once per line): its credential words, comment, test code."""
+    lw = frozenset(name_words(line[:300])) & NAME_WORDS
+    out = []
+    if _COMMENT.match(line):
+        out.append("comment")
+    if _CODE_WORDS.search(line):
+        out.append("code_word")
+    return lw, out
+
+
+@lru_cache(maxsize=16384)
+def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(name class, name words, the features that depend only on name, binding and file type): cached,
+    since a file binds many values to few names."""
+    words = name_words(name)
+    cls = name_class(words)
+    known = [w for w in words if w in NAME_WORDS]
+    f = ["bias", f"op={op}", f"q={quoted}", f"nc={cls}", f"ext={group}"]
+    f += [f"nw={w}" for w in known]
+    if known:
+        f.append(f"last={known[-1]}" if words[-1] == known[-1] else "last=other")
+    return cls, words, tuple(f)
+
+
+def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int) -> list[str]:
+    v = c.value(text)
+    op = c.op
+    group = EXT_GROUP.get(ext.lower(), "other")
+    cls, words, base = _name_part(c.name, op, bool(c.quote), group)
+    known = [w for w in words if w in NAME_WORDS]
+    shape = value_shape(v)
+    f = list(base)
+    f += shape
+    size = next(s for s in shape if s.startswith("len="))
+    cl = shape[0]
+    ent = next(s for s in shape if s.startswith("ent="))
+    f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={bool(c.quote)}", f"{cls}&op={op}",
+          f"{group}&{cls}"]
+    f += [f"{cls}&{s}" for s in shape[3:]]
+    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={bool(c.quote)}&{cl}", f"{group}&{shape[-1]}"]
+    lw, flags = line_info
+    f += [f"lw={w}" for w in sorted(lw) if w not in known]
+    f += flags
+    if words and "".join(words) in v.lower().replace("_", "").replace("-", ""):
+        f.append("value_has_name")
+    f.append(f"n_in_line={min(n_in_line, 5)}")
+    # a bare value inside a string literal is configuration text held by code ("CONNECT {pass: x}"), not a variable
+    start_in_line = c.start - (text.rfind("\n", 0, c.start) + 1)
+    before = text[c.start - start_in_line:c.start]
+    in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
+    f.append(f"in_string={in_string}&q={bool(c.quote)}")
+    if len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0):
+        f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
+    return f
