@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from .blocks import Block, BlockRules, main_blocks
 from .charset import decode_html
-from .threads import Thread, ThreadRules, find_thread, main_inside, parse
+from .threads import Thread, ThreadRules, find_thread, is_main_content, parse
 
 _FORUM_URL = re.compile(r"forum|/threads?/|showthread|viewtopic|/topic/|/t/|board/|/discussion", re.I)
 _FORUM_SOFTWARE = re.compile(r"vbulletin|phpbb|xenforo|discourse|mybb|invision|simple machines|smf|bbpress|"
@@ -236,14 +236,12 @@ def thread_worth_a_look(html: str, good_chars: int, forum: bool, *, fallback_bel
 def thread_of(html: str, text: str, good_chars: int, forum: bool, rules: ThreadRules | None, *,
               fallback_below_chars: int) -> Thread | None:
     """The page's posts when its main content is a thread (corpus/web/threads.py), else None: a list of
-    posts found where the article extractor's running text (`text`) lies mostly inside the posts (not
-    comments under an article, not a list of teasers beside one)."""
+    posts found where the article extractor's running text (`text`) lies mostly inside the posts, with less
+    than an article's worth outside them (not comments under an article, not teasers beside one)."""
     if not rules or not thread_worth_a_look(html, good_chars, forum, fallback_below_chars=fallback_below_chars):
         return None
     thread = find_thread(parse(html), rules)
-    if thread and main_inside(text, thread, rules) < rules.min_main_inside:
-        return None
-    return thread
+    return thread if thread and is_main_content(text, thread, rules) else None
 
 
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",

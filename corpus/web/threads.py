@@ -49,8 +49,11 @@ class ThreadRules:
     min_dated_gaps: float = 0.5  # share of the gaps between members that hold a date or time
     long_chars: int = 80  # a text node this long (ideographs x3) is running text
     # the page is read as a thread only when this share of the article extractor's running text is in the
-    # posts (else the posts are comments under an article), or when that extractor found too little text
+    # posts (else the posts are comments under an article, or teasers beside one) ...
     min_main_inside: float = 0.5
+    # ... and less than this much of it (characters, ideographs x3) is outside them: an article's worth of
+    # running text outside the posts is the article, the posts its comments (or a live blog's entries)
+    max_outside_chars: int = 2000
 
 
 @dataclass
@@ -195,11 +198,12 @@ _NO_SPACE = re.compile(r"\s+")
 _PROBE = 40  # characters of a line looked up in the posts
 
 
-def main_inside(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -> float:
-    """Share (by characters) of `text`'s running-text lines found in the posts: high when the article
-    extractor's main text is the thread's first post, low for an article above its comments; 1.0 when `text`
-    has no running text (that extractor found nothing to weigh). A line counts as found when its middle
-    `_PROBE` characters, spaces ignored, occur in the posts' text (a substring search, not a parse)."""
+def placement(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -> tuple[float, int]:
+    """(share, by characters, of `text`'s running-text lines found in the posts; characters of those lines
+    not found): the share is high when the article extractor's main text is the thread's first post, low
+    for an article above its comments (1.0 when `text` has no running text: that extractor found nothing to
+    weigh). A line counts as found when its middle `_PROBE` characters, spaces ignored, occur in the posts'
+    text (a substring search, not a parse)."""
     posts = _NO_SPACE.sub("", thread.text)
     found = total = 0
     for line in text.split("\n"):
@@ -210,7 +214,13 @@ def main_inside(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -
         middle = max(0, (len(flat) - _PROBE) // 2)
         total += n
         found += n if flat[middle:middle + _PROBE] in posts else 0
-    return found / total if total else 1.0
+    return (found / total if total else 1.0), total - found
+
+
+def is_main_content(text: str, thread: Thread, rules: ThreadRules = ThreadRules()) -> bool:
+    """Whether the posts are the page's main content, judged against the article extractor's `text`."""
+    inside, outside = placement(text, thread, rules)
+    return inside >= rules.min_main_inside and outside < rules.max_outside_chars
 
 
 class PageRepeats:

@@ -4,7 +4,7 @@ pages written here: exact text, and the pages that must not be read as threads."
 from __future__ import annotations
 
 from corpus.web import extract as extract_mod
-from corpus.web.threads import ThreadRules, find_thread, main_inside, parse, render
+from corpus.web.threads import ThreadRules, find_thread, parse, placement, render
 
 BODIES = [
     "My router drops the connection every evening since the firmware update, has anyone seen this before?",
@@ -63,8 +63,8 @@ def test_comments_under_an_article_are_not_a_thread():
     assert got.extractor != "posts" and got.text.startswith("The council decided")
     # the comments are a list of posts, but the article extractor's running text is not inside them
     thread = find_thread(parse(page.decode()))
-    assert len(thread.posts) == 12 and main_inside("The council decided yesterday to repair the bridge before "
-                                                   "the summer. " * 4, thread) == 0.0
+    article_text = "The council decided yesterday to repair the bridge before the summer. " * 4
+    assert len(thread.posts) == 12 and placement(article_text, thread) == (0.0, len(article_text))
 
 
 def test_repeated_blocks_without_dates_between_them_are_not_posts():
