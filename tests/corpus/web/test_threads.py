@@ -4,7 +4,7 @@ pages written here: exact text, and the pages that must not be read as threads."
 from __future__ import annotations
 
 from corpus.web import extract as extract_mod
-from corpus.web.threads import ThreadRules, find_thread, parse, placement, render
+from corpus.web.threads import ThreadRules, find_thread, is_main_content, parse, placement, render
 
 BODIES = [
     "My router drops the connection every evening since the firmware update, has anyone seen this before?",
@@ -65,6 +65,24 @@ def test_comments_under_an_article_are_not_a_thread():
     thread = find_thread(parse(page.decode()))
     article_text = "The council decided yesterday to repair the bridge before the summer. " * 4
     assert len(thread.posts) == 12 and placement(article_text, thread) == (0.0, len(article_text))
+
+
+def test_an_article_worth_of_text_outside_the_posts_keeps_the_article():
+    # the article extractor kept an article and the long comment thread under it (a forum URL keeps
+    # comments): most of its running text is in the posts, but the article outside them is the main text
+    comments = "".join(_post(i % 9, f"reader{i}", f"0{i % 9 + 1}.05.2021", BODIES[i % 3]) for i in range(12))
+    thread = find_thread(parse(f"<html><body><ol class='comments'>{comments}</ol></body></html>"))
+    line = "The council decided yesterday to repair the bridge before summer, at a cost of 2.5 million."
+    posts_text = "\n".join(BODIES * 12)  # 36 lines of 92 to 102 characters, every one inside the posts
+    inside_chars = (100 + 102 + 92) * 12
+    for article_lines, main in ((19, True), (21, False)):  # 19 x 100 = 1,900 characters outside; 21 x 100 = 2,100
+        article = "\n".join([line + f" Part {i:02d}." for i in range(article_lines)])
+        assert len(article.split("\n")[0]) == 100
+        inside, outside = placement(article + "\n" + posts_text, thread)
+        assert outside == 100 * article_lines and inside == inside_chars / (inside_chars + 100 * article_lines)
+        assert inside > 0.5 and is_main_content(article + "\n" + posts_text, thread) is main
+    # with the outside limit lifted, the share alone decides
+    assert is_main_content(article + "\n" + posts_text, thread, ThreadRules(max_outside_chars=10 ** 9))
 
 
 def test_repeated_blocks_without_dates_between_them_are_not_posts():
