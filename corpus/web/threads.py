@@ -172,24 +172,29 @@ def _depth(el) -> int:
 
 
 def render(el) -> str:
-    """An element's text: block elements and <br> as line breaks, spaces collapsed, left-out parts skipped."""
+    """An element's text: block elements and <br> as line breaks, spaces collapsed, left-out parts skipped.
+    A line break in the HTML source is a space (as a browser shows it), except inside <pre>."""
     parts: list[str] = []
 
-    def walk(node) -> None:
+    def flat(text: str, pre: bool) -> str:
+        return text if pre else _SPACES.sub(" ", text)
+
+    def walk(node, pre: bool) -> None:
+        pre = pre or node.tag == "pre"
         if node.text:
-            parts.append(node.text)
+            parts.append(flat(node.text, pre))
         for child in node:
             if isinstance(child.tag, str) and not _left_out(child):
                 block = child.tag in _BLOCK_TAGS or child.tag == "br"
                 if block:
                     parts.append("\n")
-                walk(child)
+                walk(child, pre)
                 if block:
                     parts.append("\n")
             if child.tail:
-                parts.append(child.tail)
+                parts.append(flat(child.tail, pre))
 
-    walk(el)
+    walk(el, False)
     lines = (_SPACES.sub(" ", line).strip() for line in "".join(parts).replace("\ue000", "").split("\n"))
     return "\n".join(line for line in lines if line)
 

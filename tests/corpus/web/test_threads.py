@@ -103,6 +103,14 @@ def test_render_keeps_lines_and_drops_scripts_buttons_and_signatures():
     assert render(root.find(".//div")) == "One line\ntwo bold words\nitem a\nitem b"
 
 
+def test_render_joins_the_source_line_breaks_of_a_paragraph_but_not_of_pre():
+    # a paragraph wrapped at 40 columns in the HTML source is one line; <pre> keeps its lines
+    root = parse("<html><body><div id='x'><p>The firmware update breaks the\nconnection every evening,\n"
+                 "   at about nine.</p><pre>ping 10.0.0.1\nreset --factory</pre></div></body></html>")
+    assert render(root.find(".//div")) == ("The firmware update breaks the connection every evening, at about nine.\n"
+                                           "ping 10.0.0.1\nreset --factory")
+
+
 def test_the_thread_reading_can_be_switched_off():
     page = _thread_page([_post(i, "anna", f"0{i + 1}.04.2020", b) for i, b in enumerate(BODIES)])
     got = extract_mod.extract_page(page, "text/html", None, thread_rules=None)
