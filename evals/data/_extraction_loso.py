@@ -53,7 +53,7 @@ def loso_tables(args, peer_scores: dict[str, float] | None = None) -> dict[str, 
     from corpus.web.blocks import BlockRules
     from corpus.web.threads import ThreadRules
 
-    from .extraction import SET_METRICS, in_split, load_pages, score
+    from ._extraction_sets import SET_METRICS, in_split, load_pages, score
 
     shipped = ThreadRules()
     shipped_point = (BlockRules().short_line_chars, shipped.min_long_share, shipped.min_dated_gaps,

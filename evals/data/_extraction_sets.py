@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 from ._extraction_langs import lang_group, page_kind
-from ._extraction_metrics import GoldPage, shingles, squash
+from ._extraction_metrics import GoldPage, load_readability, load_trafilatura_eval, shingles, squash, summarize
 
 # name -> kind of gold ("text": full main text; "start": first words of the main text only)
 NEW_SETS = {"daniel_multilingual": "text", "wcxb_dev": "text", "postlight_parser_fixtures": "start",
@@ -64,3 +65,43 @@ def posts_found(predicted: str, posts: list[str], share: float = 0.5) -> tuple[i
             continue
         total += 1
     return found, total
+
+
+# Every development set, and the metrics each one's gold supports (the first is the set's headline).
+ALL_SETS = ("mozilla_readability", "trafilatura_eval", *NEW_SETS)
+SET_METRICS = {"mozilla_readability": ("shingle_f1", "snippet_f1"), "trafilatura_eval": ("shingle_f1", "snippet_f1"),
+               "daniel_multilingual": ("shingle_f1",), "wcxb_dev": ("shingle_f1", "snippet_f1"),
+               "postlight_parser_fixtures": ("start_found",), "harvest_web_forum_52": ("shingle_f1", "posts_found"),
+               "chinese_wce": ("shingle_f1",), "smartreader_extra": ("shingle_f1",)}
+
+
+def in_split(name: str, split: str) -> bool:
+    """Whether page `name` is in the tune or check half (a CRC of the name), or `split` is all."""
+    if split == "all":
+        return True
+    return (zlib.crc32(name.encode()) % 2 == 0) == (split == "tune")
+
+
+def load_pages(data: str | Path, name: str, limit: int = 0) -> list[GoldPage]:
+    data = Path(data)
+    if name == "mozilla_readability":
+        return load_readability(data / name / "test-pages", limit)
+    if name == "trafilatura_eval":
+        return load_trafilatura_eval(data / name, limit)
+    if name in NEW_SETS:
+        return load_set(data / name, limit)
+    raise ValueError(f"unknown extraction set {name!r}; known: {', '.join(ALL_SETS)}")
+
+
+def score(texts: list[str], pages: list[GoldPage]) -> dict:
+    """summarize() plus the set-specific figures: start found (snippet recall) and posts found."""
+    out = summarize(texts, pages)
+    if pages:
+        out["start_found"] = out["snippet_r"]
+        if any(p.posts for p in pages):
+            found = total = 0
+            for text, page in zip(texts, pages):
+                a, b = posts_found(text, page.posts or [])
+                found, total = found + a, total + b
+            out["posts_found"] = found / total if total else 0.0
+    return out

@@ -26,25 +26,18 @@ from __future__ import annotations
 
 import argparse
 import time
-import zlib
 from pathlib import Path
 
 from evals.report import EvalReport
 from evals.shared import shared_root
 
 from ._extraction_langs import LANG_GROUPS
-from ._extraction_metrics import GoldPage, load_readability, load_trafilatura_eval, summarize
-from ._extraction_sets import NEW_SETS, load_set, posts_found
+from ._extraction_metrics import GoldPage
+from ._extraction_sets import ALL_SETS, SET_METRICS, in_split, load_pages, score
 
 NAME = "extraction"
 HELP = "main-text F1 of web extraction vs trafilatura and resiliparse on eight gold sets, by language and page kind"
 OURS, PEER, RESILI = "ours (web_extract_v1)", "trafilatura default", "resiliparse main content"
-ALL_SETS = ("mozilla_readability", "trafilatura_eval", *NEW_SETS)
-# The metrics each set's gold supports (the first is the set's headline).
-SET_METRICS = {"mozilla_readability": ("shingle_f1", "snippet_f1"), "trafilatura_eval": ("shingle_f1", "snippet_f1"),
-               "daniel_multilingual": ("shingle_f1",), "wcxb_dev": ("shingle_f1", "snippet_f1"),
-               "postlight_parser_fixtures": ("start_found",), "harvest_web_forum_52": ("shingle_f1", "posts_found"),
-               "chinese_wce": ("shingle_f1",), "smartreader_extra": ("shingle_f1",)}
 
 
 def shared_dir() -> Path:
@@ -64,23 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", action="store_true", help="also measure trafilatura's other settings")
     parser.add_argument("--loso", action="store_true",
                         help="also the leave-one-set-out check of the fitted thread thresholds (slow)")
-
-
-def in_split(name: str, split: str) -> bool:
-    if split == "all":
-        return True
-    return (zlib.crc32(name.encode()) % 2 == 0) == (split == "tune")
-
-
-def load_pages(data: str | Path, name: str, limit: int = 0) -> list[GoldPage]:
-    data = Path(data)
-    if name == "mozilla_readability":
-        return load_readability(data / name / "test-pages", limit)
-    if name == "trafilatura_eval":
-        return load_trafilatura_eval(data / name, limit)
-    if name in NEW_SETS:
-        return load_set(data / name, limit)
-    raise ValueError(f"unknown extraction set {name!r}; known: {', '.join(ALL_SETS)}")
 
 
 def extractors(variants: bool = False) -> dict:
@@ -112,20 +88,6 @@ def run_extractor(fn, pages: list[GoldPage]) -> tuple[list[str], float]:
     start = time.perf_counter()
     texts = [fn(p.source, p.url) for p in pages]
     return texts, len(pages) / (time.perf_counter() - start)
-
-
-def score(texts: list[str], pages: list[GoldPage]) -> dict:
-    """summarize() plus the set-specific figures: start found (snippet recall) and posts found."""
-    out = summarize(texts, pages)
-    if pages:
-        out["start_found"] = out["snippet_r"]
-        if any(p.posts for p in pages):
-            found = total = 0
-            for text, page in zip(texts, pages):
-                a, b = posts_found(text, page.posts or [])
-                found, total = found + a, total + b
-            out["posts_found"] = found / total if total else 0.0
-    return out
 
 
 def _columns(name: str) -> tuple[str, ...]:
