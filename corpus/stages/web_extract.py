@@ -6,8 +6,9 @@ markup (`not_html`). Then charset decoding (corpus/web/charset.py) and extractio
 per-record time limit (`extract_timeout`); a page the extractor chokes on is `extract_error`, one
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
 `keep_content`. Counters: pages per extractor used (`blocks`, `blocks+trafilatura` where trafilatura's
-second opinion added lines, `trafilatura`, `resiliparse`; `_forum`
-when the page was read as a forum thread, comments kept) and per charset source.
+second opinion added lines, `posts` where the page was read as a thread's post bodies
+(corpus/web/threads.py), `trafilatura`, `resiliparse`; `_forum` when the URL or generator names a
+forum, comments kept) and per charset source.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from manifests.config import require
 from ..registry import register
 from ..stage import Mapper, with_columns
 from ..web.extract import ExtractTimeout, extract_page, time_limit
+from ..web.threads import ThreadRules
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,8 @@ class WebExtractConfig:
     # the page too and the lines it has inside our text, and we lack, are added (about 5% of pages)
     second_opinion_headings: int = 2
     second_opinion_max_chars: int = 500_000  # no second opinion on larger pages (its cost grows with the page)
+    # hybrid: a page whose running text is a list of dated posts (a forum thread) is read as its post bodies
+    read_threads: bool = True
     timeout_s: float = 5.0  # per record; 0 = no limit
     max_html_bytes: int = 4 << 20
     keep_content: bool = False
@@ -94,7 +98,8 @@ class WebExtract(Mapper):
                                         fallback_below_chars=cfg.fallback_below_chars,
                                         trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision,
                                         second_opinion_headings=cfg.second_opinion_headings,
-                                        second_opinion_max_chars=cfg.second_opinion_max_chars)
+                                        second_opinion_max_chars=cfg.second_opinion_max_chars,
+                                        thread_rules=ThreadRules() if cfg.read_threads else None)
             except ExtractTimeout:
                 reasons[i] = "extract_timeout"
                 continue

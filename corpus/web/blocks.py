@@ -42,7 +42,10 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+import unicodedata
 from dataclasses import dataclass
+
+from .punctuation import TERMINAL_PUNCTUATION
 
 _BLOCK_SPLIT = re.compile(r"\n\s*\n")
 _TAG = re.compile(r"<[^>]*>")
@@ -52,7 +55,10 @@ _HEADING = re.compile(r"^\s*<h([1-6])[\s>]")
 _HEADING_ELEMENT = re.compile(r"<h([1-6])\b[^>]*>.*?</h\1\s*>", re.S)
 _PRE = re.compile(r"<pre\b[^>]*>.*?</pre\s*>", re.S)
 _PRE_MARK = re.compile(r"\x00(\d+)\x00")
-_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’»)\]]*\s*$")
+# Sentence ends of every script (datatrove's terminal punctuation: . ! ? 。 । ۔ ؟ ። ...), the Greek question
+# mark and the ellipsis; closing quotes, brackets and emoji after them do not hide them.
+_SENTENCE_ENDS = TERMINAL_PUNCTUATION | {"\u037e", "…"}
+_CLOSERS = "\"'”’»›)]）」』】〕\u3011 \t"
 _TITLE_SEPARATOR = re.compile(r"\s+[|\-–—:·»/]\s+")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 # Ideographs and kana carry about a word each: they count as three characters of Latin text.
@@ -80,6 +86,10 @@ class BlockRules:
     drop_title: bool = True  # the first heading that repeats the page's title is left out (it is the title)
     short_after_good: bool = True  # a link-free short block right after good text stays unless the page ends
     short_sentence: bool = True  # ... when it is a sentence (ends in . ! ? 。 ...): not "Explore further"
+    short_lead: bool = True  # a link-free short sentence right before good text stays (a lead, a greeting)
+    # a block of at least 4 lines averaging under this many characters (ideographs x3) is a list of short
+    # items (menus, times, calendars, partner links), judged as a short block however long it is; 0 = off
+    short_line_chars: int = 14
     inline_links: bool = True  # a link block right between two good blocks stays ("Read also: <a>...</a>" in a story)
     subheadings: bool = True  # a heading followed by a lower-rank heading (h2 -> h3) waits for that one's text
     heading_next_good: bool = True  # a heading stays only when the first non-heading block under it is good
@@ -99,6 +109,7 @@ class Block:
     heading: bool
     label: str = ""
     level: int = 0  # 1-6 for <h1>-<h6>
+    pre: bool = False  # a <pre> (code, poems): its short lines are its form
 
 
 def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: bool = False) -> list[Block]:
@@ -123,7 +134,8 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
             raw = pres[int(mark.group(1))]
             text = _clean_pre(raw)
             if text:
-                blocks.append(Block(text, _weight(text), _link_density(raw, text, False, rules), False))
+                blocks.append(Block(text, weighted_chars(text), _link_density(raw, text, False, rules), False,
+                                    pre=True))
             continue
         head = _HEADING.match(raw_block)
         heading, level = head is not None, int(head.group(1)) if head else 0
@@ -131,18 +143,19 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
             text = _clean(raw)
             if not text:
                 continue
-            blocks.append(Block(text, _weight(text), _link_density(raw, text, heading, rules), heading,
+            blocks.append(Block(text, weighted_chars(text), _link_density(raw, text, heading, rules), heading,
                                 level=level))
     return blocks
 
 
 def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> float:
-    link_chars = sum(_weight(_clean(inner)) for attrs, inner in _LINK.findall(raw)
+    link_chars = sum(weighted_chars(_clean(inner)) for attrs, inner in _LINK.findall(raw)
                      if not (heading and rules.anchor_headings and _IN_PAGE_HREF.search(attrs)))
-    return min(1.0, link_chars / _weight(text))
+    return min(1.0, link_chars / weighted_chars(text))
 
 
-def _weight(text: str) -> int:
+def weighted_chars(text: str) -> int:
+    """Length in characters, ideographs and kana x3 (about a word each, as three Latin characters are)."""
     return len(text) + 2 * len(_WIDE.findall(text))
 
 
@@ -158,15 +171,29 @@ def _clean(fragment: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def is_sentence(text: str) -> bool:
+    """Whether `text` ends like a sentence in any script (see _SENTENCE_ENDS)."""
+    end = len(text)
+    while end and (text[end - 1] in _CLOSERS or unicodedata.category(text[end - 1]) in ("So", "Sk", "Mn", "Cf")):
+        end -= 1
+    return end > 0 and text[end - 1] in _SENTENCE_ENDS
+
+
+def _short_lines(b: Block, rules: BlockRules) -> bool:
+    if not rules.short_line_chars or b.pre or b.text.count("\n") < 3:
+        return False
+    return b.chars < rules.short_line_chars * (b.text.count("\n") + 1)
+
+
 def classify(blocks: list[Block], rules: BlockRules) -> None:
     for b in blocks:
         if b.link_density > rules.max_link_density or (rules.copyright_bad and "©" in b.text):
             b.label = "bad"
         elif b.heading:
             b.label = "heading"
-        elif b.chars >= rules.good_chars and b.link_density < rules.good_link_density:
+        elif b.chars >= rules.good_chars and b.link_density < rules.good_link_density and not _short_lines(b, rules):
             b.label = "good"
-        elif b.chars < rules.short_chars:
+        elif b.chars < rules.short_chars or _short_lines(b, rules):
             b.label = "bad" if b.link_density > 0.0 and b.chars < 20 else "short"
         else:
             b.label = "near"
@@ -185,8 +212,9 @@ def classify(blocks: list[Block], rules: BlockRules) -> None:
             else:
                 final[i] = "bad" if prev == nxt == "bad" and prev_real and next_real else "good"
         elif (rules.short_after_good and b.link_density == 0.0
-              and (not rules.short_sentence or _SENTENCE_END.search(b.text))):
-            final[i] = "good" if prev == "good" and next_real else "bad"
+              and (not rules.short_sentence or is_sentence(b.text))):
+            final[i] = "good" if (prev == "good" and next_real) or (
+                rules.short_lead and nxt == "good" and is_sentence(b.text)) else "bad"
         else:
             final[i] = "good" if prev == nxt == "good" else "bad"
     for i, b in enumerate(blocks):
@@ -228,7 +256,7 @@ def repeats_title(heading: str, title: str) -> bool:
     if h == t or h in (_squash_title(p) for p in _TITLE_SEPARATOR.split(title)):
         return True
     rest = t[len(h):].lstrip()
-    return _weight(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
+    return weighted_chars(h) >= 15 and t.startswith(h) and bool(rest) and not rest[0].isalnum()
 
 
 def drop_title_heading(blocks: list[Block], title: str | None) -> None:

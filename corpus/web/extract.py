@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from .blocks import Block, BlockRules, main_blocks
 from .charset import decode_html
+from .threads import Thread, ThreadRules, find_thread, is_main_content, parse
 
 _FORUM_URL = re.compile(r"forum|/threads?/|showthread|viewtopic|/topic/|/t/|board/|/discussion", re.I)
 _FORUM_SOFTWARE = re.compile(r"vbulletin|phpbb|xenforo|discourse|mybb|invision|simple machines|smf|bbpress|"
@@ -153,6 +154,7 @@ def _date(tree) -> str | None:
 
 
 _WORD = re.compile(r"\w+")
+_MIN_DATED_ELEMENTS = 3  # <time>/datetime= count that makes a page worth the thread analysis
 _KNOWN_SHARE = 0.5  # a line of the second opinion with this share of its word trigrams in ours is known
 
 
@@ -204,10 +206,49 @@ def fill_gaps(text: str, other: str) -> tuple[str, int]:
     return "\n".join(out), sum(map(len, after.values()))
 
 
+def _dated_elements(html: str) -> int:
+    """<time> elements and datetime attributes: a cheap hint that the page lists dated posts."""
+    return html.count("<time") + html.count("datetime=")
+
+
+def article_blocks(tree, forum: bool, block_rules: BlockRules, *, title: str | None,
+                   fallback_below_chars: int) -> tuple[str, int, list[Block]]:
+    """resiliparse's main-content pick, less the boilerplate blocks: (text, its weighted length, blocks)."""
+    text, good_chars, blocks = main_blocks(resiliparse_blocks(tree, comments=forum, skip=block_rules.skip_selectors()),
+                                           block_rules, title=title)
+    if block_rules.skip_class_words and good_chars < fallback_below_chars:
+        # A skip word on the content's own container (`class="entry has-related"`) takes the article
+        # with it: when the skip leaves too little text and loses most of it, the page is read without it
+        # (checked only then, so that most pages are rendered once).
+        plain, plain_chars, plain_blocks = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules,
+                                                       title=title)
+        if good_chars < block_rules.min_skip_kept * plain_chars:
+            return plain, plain_chars, plain_blocks
+    return text, good_chars, blocks
+
+
+def thread_worth_a_look(html: str, good_chars: int, forum: bool, *, fallback_below_chars: int) -> bool:
+    """Whether to look for a list of posts at all (a second parse of the page costs about half an article's
+    extraction): a forum URL or generator, too little article text, or dated elements on the page."""
+    return forum or good_chars < fallback_below_chars or _dated_elements(html) >= _MIN_DATED_ELEMENTS
+
+
+def thread_of(html: str, text: str, good_chars: int, forum: bool, rules: ThreadRules | None, *,
+              fallback_below_chars: int) -> Thread | None:
+    """The page's posts when its main content is a thread (corpus/web/threads.py), else None: a list of
+    posts found where the article extractor's running text (`text`) lies mostly inside the posts, with less
+    than an article's worth outside them (not comments under an article, not teasers beside one)."""
+    if not rules or not thread_worth_a_look(html, good_chars, forum, fallback_below_chars=fallback_below_chars):
+        return None
+    thread = find_thread(parse(html), rules)
+    return thread if thread and is_main_content(text, thread, rules) else None
+
+
 def extract_page(content: bytes, content_type: str | None, url: str | None, *, extractor: str = "hybrid",
                  fallback_below_chars: int = 800, trafilatura_fast: bool | None = None,
                  favor_precision: bool = False, block_rules: BlockRules = BlockRules(),
-                 second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000) -> Page:
+                 second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000,
+                 thread_rules: ThreadRules | None = ThreadRules()) -> Page:
     from resiliparse.parse.html import HTMLTree
 
     html, charset = decode_html(content, content_type)
@@ -221,20 +262,14 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
     elif extractor == "resiliparse":
         text = resiliparse_text(tree, comments=forum)
     else:
-        text, good_chars, blocks = main_blocks(resiliparse_blocks(tree, comments=forum,
-                                                                  skip=block_rules.skip_selectors()),
-                                               block_rules, title=title)
-        if block_rules.skip_class_words and good_chars < fallback_below_chars:
-            # A skip word on the content's own container (`class="entry has-related"`) takes the article
-            # with it: when the skip leaves too little text and loses most of it, the page is read without it
-            # (checked only then, so that most pages are rendered once).
-            plain, plain_chars, plain_blocks = main_blocks(resiliparse_blocks(tree, comments=forum), block_rules,
-                                                           title=title)
-            if good_chars < block_rules.min_skip_kept * plain_chars:
-                text, good_chars, blocks = plain, plain_chars, plain_blocks
+        text, good_chars, blocks = article_blocks(tree, forum, block_rules, title=title,
+                                                  fallback_below_chars=fallback_below_chars)
         used = "blocks"
         fast = True if trafilatura_fast is None else trafilatura_fast
-        if good_chars < fallback_below_chars:
+        thread = thread_of(html, text, good_chars, forum, thread_rules, fallback_below_chars=fallback_below_chars)
+        if thread:
+            text, used = thread.text, "posts"
+        elif good_chars < fallback_below_chars:
             fallback = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision,
                                         comments=forum)
             if fallback.strip() or not text:

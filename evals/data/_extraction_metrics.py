@@ -34,6 +34,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._extraction_langs import lang_group, script_group
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 _SPACE = re.compile(r"\s+")
@@ -52,6 +54,8 @@ class GoldPage:
     without_snippets: list[str]
     gold_text: str | None = None  # full gold text where the set has it
     url: str | None = None
+    lang_group: str = ""  # Latin / CJK / Cyrillic / Greek / other
+    posts: list[str] | None = None  # a forum thread's post bodies, where the set has them
     gold_shingles: Counter = field(default=None, repr=False)
 
 
@@ -113,7 +117,8 @@ def load_readability(folder: str | Path, limit: int = 0) -> list[GoldPage]:
         without = [" ".join(b.split()[:12]) for b in src_blocks
                    if len(b.split()) >= 3 and squash(b) not in gold_squashed]
         kind = "article" if meta.get("readerable", True) else "other"
-        pages.append(GoldPage(page.name, raw, kind, with_, list(dict.fromkeys(without)), gold_text=gold))
+        pages.append(GoldPage(page.name, raw, kind, with_, list(dict.fromkeys(without)), gold_text=gold,
+                              lang_group=lang_group(meta.get("lang"), gold)))
     return pages[:limit] if limit else pages
 
 
@@ -132,7 +137,7 @@ def load_trafilatura_eval(folder: str | Path, limit: int = 0) -> list[GoldPage]:
         else:
             kind = "other"
         pages.append(GoldPage(item["file"], path.read_bytes(), kind, list(item["with"]), list(item["without"]),
-                              url=url))
+                              url=url, lang_group=script_group(" ".join(item["with"]))))
     pages.sort(key=lambda p: p.name)
     return pages[:limit] if limit else pages
 
