@@ -57,6 +57,11 @@ class WebExtractConfig:
                 f"second_opinion_max_chars must be >= 0; got {self.second_opinion_max_chars}")
 
 
+def _head(content: bytes, limit: int = 80) -> str:
+    """The payload's first bytes, as text, for the evidence of a `not_html` drop."""
+    return content[:limit].decode("utf-8", errors="replace")
+
+
 def _looks_like_markup(content: bytes) -> bool:
     return b"<" in content[:2048]
 
@@ -79,18 +84,19 @@ class WebExtract(Mapper):
         urls = table.column("url").to_pylist() if "url" in table.schema.names else [None] * n
         texts, titles, dates, charsets = [None] * n, [None] * n, [None] * n, [None] * n
         reasons: list[str | None] = [None] * n
+        found: list[dict | None] = [None] * n  # each drop's evidence (drop_detail)
         counters: Counter = Counter()
         if cfg.extractor != "resiliparse":
             import trafilatura  # noqa: F401  (its import takes seconds: not on a page's time limit)
         for i, (content, ctype, url) in enumerate(zip(contents, types, urls)):
             if not content:
-                reasons[i] = "empty_payload"
+                reasons[i], found[i] = "empty_payload", {"bytes": 0 if content is None else len(content)}
                 continue
             if len(content) > cfg.max_html_bytes:
-                reasons[i] = "html_too_large"
+                reasons[i], found[i] = "html_too_large", {"bytes": len(content), "max": cfg.max_html_bytes}
                 continue
             if not _looks_like_markup(content):
-                reasons[i] = "not_html"
+                reasons[i], found[i] = "not_html", {"content_type": ctype, "head": _head(content)}
                 continue
             try:
                 with time_limit(cfg.timeout_s):
@@ -101,19 +107,20 @@ class WebExtract(Mapper):
                                         second_opinion_max_chars=cfg.second_opinion_max_chars,
                                         thread_rules=ThreadRules() if cfg.read_threads else None)
             except ExtractTimeout:
-                reasons[i] = "extract_timeout"
+                reasons[i], found[i] = "extract_timeout", {"timeout_s": cfg.timeout_s, "bytes": len(content)}
                 continue
             except Exception as exc:  # a broken page must not stop the task; it is counted
                 log.debug("extraction failed for %s: %s", url, exc)
-                reasons[i] = "extract_error"
+                reasons[i], found[i] = "extract_error", {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
                 continue
             texts[i], titles[i], dates[i], charsets[i] = page.text, page.title, page.date, page.charset
             counters[f"extractor_{page.extractor}"] += 1
             counters[f"charset_{page.charset.split('(')[-1].rstrip(')')}"] += 1
             if not page.text:
-                reasons[i] = "empty_text"
+                reasons[i], found[i] = "empty_text", {"bytes": len(content), "extractor": page.extractor,
+                                                      "title": page.title}
         out = with_columns(table, {"text": pa.array(texts, pa.string()), "title": pa.array(titles, pa.string()),
                                    "date": pa.array(dates, pa.string()), "charset": pa.array(charsets, pa.string())})
         if not cfg.keep_content:
             out = out.drop_columns(["content"])
-        return out, pa.array(reasons, pa.string()), dict(counters)
+        return out, (pa.array(reasons, pa.string()), found), dict(counters)

@@ -132,3 +132,15 @@ def test_a_duplicate_names_the_row_it_repeats(tmp_path, stage):
     assert [r["source"] for r in rejects] == ["a.jsonl#L3"]
     first = next(r["id"] for r in kept if r["source"] == "a.jsonl#L1")
     assert json.loads(rejects[0][DROP_DETAIL]) == {"kept_id": first}
+
+
+def test_web_extract_gives_the_payload_facts():
+    big = b"<html><body><p>" + b"x" * 200 + b"</p></body></html>"
+    t = pa.table({"id": ["a", "b", "c", "d"], "source": ["s"] * 4,
+                  "content": [b"", b"%PDF-1.7 binary", big, b"<html><body><script>var a;</script></body></html>"],
+                  "content_type": ["text/html", "application/pdf", "text/html", "text/html"]})
+    got = _drops("web_extract_v1", {"max_html_bytes": 100}, t)
+    assert got["a"] == ("empty_payload", {"bytes": 0})
+    assert got["b"] == ("not_html", {"content_type": "application/pdf", "head": "%PDF-1.7 binary"})
+    assert got["c"] == ("html_too_large", {"bytes": len(big), "max": 100})
+    assert got["d"][0] == "empty_text" and got["d"][1]["bytes"] == 49
