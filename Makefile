@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 PIP     := $(BIN)/pip install -q --disable-pip-version-check -c constraints.txt
 ROOT    ?= data/root
 
-.PHONY: demo test test-fast bench install system clean
+.PHONY: demo test test-heavy test-fast bench install system clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (python 3.11)"; exit 1; }
@@ -35,7 +35,10 @@ demo: install
 	$(BIN)/python -m manifests.demo --root $(ROOT)
 
 test: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not heavy" tests
+
+test-heavy: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m heavy tests
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow" tests

@@ -6,6 +6,7 @@ import pytest
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # a minute; `make demo` (which CI runs in a fresh copy) runs the same demo
 def test_post_demo_runs_and_prints_held_out_figures(tmp_path, capsys):
     from training.post_demo import run
 
