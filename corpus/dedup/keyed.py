@@ -56,11 +56,8 @@ def _first_in_partition(part: int, *, outdir: Location, n_shards: int, name: str
     """Reduce side: drop every row of this partition whose key appeared earlier; returns the count."""
     tables = [read_table(_key_file(outdir, part, s), what=name) for s in range(n_shards)]
     keys = [t.column("key").to_numpy() for t in tables]
-    drops = first_occurrence_drops(keys, [np.ones(len(k), bool) for k in keys])
+    drops, kept = first_occurrence_drops(keys, [np.ones(len(k), bool) for k in keys])
     ids = pa.chunked_array([c for t in tables for c in t.column("id").chunks], pa.string())
-    all_keys = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
-    _, first, inverse = np.unique(all_keys, return_index=True, return_inverse=True)
-    kept = first[inverse.reshape(-1)][drops]  # the first row with each dropped row's key
     write_drop_ids(outdir.join(f"drops-{part:04d}.parquet"), ids.take(pa.array(drops, pa.int64())),
                    {"kept_id": ids.take(pa.array(kept, pa.int64()))})
     return len(drops)

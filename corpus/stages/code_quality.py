@@ -110,12 +110,14 @@ class CodeQuality(Filter):
                  "low_alnum": ("code__alnum_frac", "min", cfg.min_alnum_frac),
                  "data_file": ("code__digit_frac", "max", cfg.max_digit_frac)}
         found: list[dict | None] = [None] * table.num_rows
-        texts = table.column("text")
-        for i, reason in enumerate(reasons.to_pylist()):
+        dropped = pc.indices_nonzero(pc.is_valid(reasons))  # Python work for the dropped rows only
+        texts = table.column("text").take(dropped).to_pylist()
+        values = {c: cols[c].take(dropped).to_pylist() for c, _, _ in rules.values()}
+        for k, (i, reason) in enumerate(zip(dropped.to_pylist(), reasons.take(dropped).to_pylist())):
             if reason == "generated":
-                marker = re.search(GENERATED, (texts[i].as_py() or "")[:HEAD_CHARS])
+                marker = re.search(GENERATED, (texts[k] or "")[:HEAD_CHARS])
                 found[i] = {"marker": marker.group(0) if marker else None}
-            elif reason is not None:
+            else:
                 column, side, limit = rules[reason]
-                found[i] = {"column": column, "value": cols[column][i].as_py(), side: limit}
+                found[i] = {"column": column, "value": values[column][k], side: limit}
         return found

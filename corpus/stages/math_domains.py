@@ -144,7 +144,8 @@ class MathDomains(Filter):
         out = []
         if cfg.mode == "boost":
             scores = table.column(SCORE).take(dropped).to_pylist()
-            rich = [self._formula_rich(table)[i] for i in dropped.to_pylist()]
+            rich_all = self._formula_rich(table)
+            rich = [rich_all[i] for i in dropped.to_pylist()]
         for k, url in enumerate(urls):
             host = host_of(url)
             item = {"host": host, "label": label_for(host, self._labels) if host else None}
