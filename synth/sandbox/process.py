@@ -208,6 +208,13 @@ class Child:
             self._pump(deadline)
             self._buf.clear()
             self._scanned = 0
+        self._end(deadline)
+        self.sel.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            stream.close()
+        return self.proc.returncode
+
+    def _end(self, deadline: float) -> None:
         try:
             self.proc.wait(timeout=max(0.05, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -219,25 +226,22 @@ class Child:
         if self.uid_to_clear is not None:   # rlimits level: stragglers die with their uid
             subprocess.run(["kill", "-9", "-1"], user=self.uid_to_clear, group=self.uid_to_clear, extra_groups=[],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        self.sel.close()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            stream.close()
         if self.host_dir:
             subprocess.run(["rm", "-rf", "--one-file-system", self.host_dir], check=False)
-        return self.proc.returncode
 
 
 def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid: int | None, nonce: str,
-          cgroup: MemoryCgroup | None, die_with_parent: bool = True) -> Child | str:
+          cgroup: MemoryCgroup | None, die_with_parent: bool = True, control_fd: int | None = None) -> Child | str:
     """Start a child; a string (the reason) when it could not even start. With `job=None` the
-    child starts and waits for its first line (a pre-started solution process, see sandbox.py)."""
+    child starts and waits for its first line (a pre-started solution process, see sandbox.py).
+    `control_fd` is passed on, under its number, to a zygote (see zygote.py)."""
     python = isolation.sandbox_python()
     as_root = os.geteuid() == 0
     nproc = limits.max_processes + EXTRA_PROCS
     if not as_root:   # our own uid: RLIMIT_NPROC counts what we already run
         nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
     cfg = {"role": role, "level": level, "uid": uid if as_root else os.getuid(), "nonce": nonce,
-           "limits": limits.child_dict(nproc=nproc), "seccomp": SECCOMP}
+           "limits": limits.child_dict(nproc=nproc), "seccomp": SECCOMP, "control_fd": control_fd}
     argv = ["-I", "-S", "-c", CHILD_SOURCE, json.dumps(cfg)]
     env, cwd, host_dir = dict(ENV), "/", None
     if level == "bwrap":
@@ -258,7 +262,8 @@ def spawn(level: str, role: str, job: dict | None, limits: SandboxLimits, *, uid
         cmd = isolation.in_cgroup(cgroup.procs_file, cmd)
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                pass_fds=() if control_fd is None else (control_fd,))
     except OSError as exc:
         return f"could not start: {exc}"
     child = Child(proc, limits, cgroup, host_dir, role)

@@ -6,7 +6,8 @@
 
 Each slot has its own unprivileged uids, drawn at random per Sandbox (see SUBS: one per kind of
 process), so RLIMIT_NPROC bounds a fork bomb per slot and kind, and, where the machine allows, its
-own memory cgroups. Each slot keeps a tests fork server and a pre-started solution process.
+own memory cgroups. Each slot keeps a tests fork server and, at the namespace levels, a solution
+zygote that forks each solution process (zygote.py); at the weak level a pre-started process.
 `isolation_level="auto"` picks bubblewrap, else the namespace level; without either it refuses
 unless `allow_weak_isolation=True` (then the level is "rlimits" and every result says so).
 
@@ -27,6 +28,7 @@ from . import isolation, levels
 from .judge import Judgement, run_judgement
 from .limits import SandboxLimits, SandboxResult, Verdict
 from .process import spawn
+from .zygote import Zygote
 
 SUBS = {"solution": 0, "tests": 1, "solution-next": 2, "program": 3}   # per slot: own uid and cgroup each
 SERVER_JOBS = 500                # a tests server is replaced after this many judgements
@@ -45,7 +47,8 @@ class Sandbox:
         tag = f"cidermill-sandbox-{os.getpid()}-{secrets.token_hex(3)}"
         self._cgroups = {}
         self._servers = {}   # slot -> the tests fork server (child.py serve_tests_forever)
-        self._warm = {}      # slot -> a started solution process waiting for its solution
+        self._warm = {}      # slot -> a started solution process waiting for its solution (weak level)
+        self._zygotes = {}   # slot -> its solution zygote (namespace levels)
         for slot in range(max_workers):
             self._slots.put(slot)
             for sub in SUBS.values():
@@ -55,9 +58,9 @@ class Sandbox:
         self.memory_accounting = f"cgroup-{cg.version}" if cg else "rlimit"
 
     def close(self) -> None:
-        for child in [*self._servers.values(), *self._warm.values()]:
+        for child in [*self._servers.values(), *self._warm.values(), *self._zygotes.values()]:
             child.close(grace=0.5)
-        self._servers, self._warm = {}, {}
+        self._servers, self._warm, self._zygotes = {}, {}, {}
         for cg in self._cgroups.values():
             if cg is not None:
                 cg.close()
@@ -72,25 +75,29 @@ class Sandbox:
     def describe(self) -> dict:
         from .process import SECCOMP
         return {"isolation": self.level, "weak_isolation": self.weak, "memory_accounting": self.memory_accounting,
-                "seccomp": "x86_64 deny list" if SECCOMP else "none"}
+                "seccomp": "x86_64 deny list" if SECCOMP else "none",
+                "solution_processes": "pre-started" if self.weak else "forked by a per-slot zygote"}
 
     # -- used by judge.py ------------------------------------------------------------------------
 
     def spawn_child(self, role: str, job: dict | None, limits: SandboxLimits, slot: int, sub: int, nonce: str, *,
-                    die_with_parent: bool = True):
+                    die_with_parent: bool = True, control_fd: int | None = None):
         cg = self._cgroups.get((slot, sub))
         if cg is not None and cg.limit != limits.memory_bytes:
             cg.set_limit(limits.memory_bytes)
         child = spawn(self.level, role, job, limits, uid=self.uid(slot, sub), nonce=nonce, cgroup=cg,
-                      die_with_parent=die_with_parent)
+                      die_with_parent=die_with_parent, control_fd=control_fd)
         if not isinstance(child, str):
             child.sub = sub
         return child
 
     def solver(self, slot: int, limits: SandboxLimits, source: str):
-        """A fresh solution process running `source`: the slot's pre-started one when it is alive
+        """A fresh solution process running `source`: forked by the slot's zygote at the namespace
+        levels; at the weak level (no pid namespace to empty) the slot's pre-started one when it is alive
         (nothing has run in it yet; it was waiting for its first line), else a new one. Then the
         next one is started, so its start-up overlaps this judgement instead of delaying the next."""
+        if not self.weak:
+            return self._forked_solver(slot, limits, source)
         child = self._warm.pop(slot, None)
         if child is not None:
             if child.limits == limits and child.proc.poll() is None and not child.killed_for and \
@@ -110,6 +117,33 @@ class Sandbox:
         if not isinstance(warm, str):
             self._warm[slot] = warm
         return child
+
+    def _forked_solver(self, slot: int, limits: SandboxLimits, source: str):
+        """Forked by the slot's zygote, started (again) when missing, dead, broken or stale. A fork
+        that fails before the item could read its source is the zygote's failure: retried once on a
+        fresh zygote, never counted against the solution."""
+        why = ""
+        for _ in range(2):
+            zygote = self._zygotes.get(slot)
+            if zygote is None or not zygote.usable(limits):
+                if zygote is not None:
+                    zygote.close()
+                zygote = self._zygotes[slot] = Zygote(
+                    lambda fd: self.spawn_child("zygote", None, limits, slot, SUBS["solution"], "",
+                                                die_with_parent=False, control_fd=fd), limits)
+                if zygote.broken:
+                    return zygote.broken
+            child = zygote.fork(secrets.token_hex(16))
+            if isinstance(child, str):
+                why = child
+                continue
+            why = child.send({"source": source}, time.monotonic() + 5)
+            if why is None:
+                return child
+            child.kill(why)
+            child.close(grace=0.1)
+            zygote.fail(f"an item could not start: {why}")
+        return f"the solution process could not be forked: {why}"
 
     def uid(self, slot: int, sub: int) -> int:
         """The slot's uid for one kind of process (SUBS): solution processes alternate between two,

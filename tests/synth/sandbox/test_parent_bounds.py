@@ -20,20 +20,23 @@ from synth.sandbox.wire import WireError, decode, encode, loads_line
 P = (1 << 61) - 1
 N = 20_000   # colliding keys: ~10 s of parent CPU before issue 36, a few ms now
 
-# The solution writes its own reply on the protocol channel (the nonce is in its command line):
-# a dict or set of N distinct ints that all hash alike, which it could not build itself in time.
+# The solution writes its own reply on the protocol channel (the nonce is in its own process, a
+# local of the frame that calls it): a dict or set of N distinct ints that all hash alike, which it
+# could not build itself in time.
 FORGE = r'''
-import json, os, time
+import json, os, sys, time
 P = (1 << 61) - 1
 K = [0]
 def _forge(kind):
     K[0] += 1
-    cfg = open("/proc/self/cmdline", "rb").read().split(b"\0")
-    nonce = next((json.loads(a)["nonce"] for a in cfg if a.startswith(b"{")), "")
+    frame, nonce = sys._getframe(), ""
+    while frame is not None and not nonce:
+        nonce = frame.f_locals.get("nonce") if isinstance(frame.f_locals.get("nonce"), str) else ""
+        frame = frame.f_back
     keys = [["i", str(7 + i * P)] for i in range(%d)]
     v = ["d", [[k, ["N"]] for k in keys]] if kind == "d" else ["S", keys]
     line = (json.dumps({"n": nonce, "k": K[0], "ok": True, "v": v}) + "\n").encode()
-    for fd in range(3, 10):
+    for fd in sorted(int(f) for f in os.listdir("/proc/self/fd") if int(f) > 2):
         try:
             os.write(fd, line)
         except OSError:

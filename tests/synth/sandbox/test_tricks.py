@@ -83,10 +83,12 @@ TRICKS = {
                      "atexit.register(lambda: (os.write(1, b'{\"op\": \"done\"}\\n'), os._exit(0)))\n"
                      "def double(x):\n    raise SystemExit(0)\n",
     "fake_lines_every_fd": r'''
-import json, os
+import json, os, sys
 def double(x):
-    cfg = open("/proc/self/cmdline", "rb").read().split(b"\0")
-    nonce = next((json.loads(a)["nonce"] for a in cfg if a.startswith(b"{")), "")
+    frame, nonce = sys._getframe(), ""   # the run's nonce: a local of the frame that calls us
+    while frame is not None and not nonce:
+        nonce = frame.f_locals.get("nonce") if isinstance(frame.f_locals.get("nonce"), str) else ""
+        frame = frame.f_back
     fakes = [{"n": nonce, "k": k, "ok": True, "v": ["b", True]} for k in range(1, 20)]
     fakes += [{"op": "test", "n": nonce, "i": i, "ok": True, "e": None} for i in range(5)] + [{"op": "done"}]
     data = "".join(json.dumps(f) + "\n" for f in fakes).encode()
