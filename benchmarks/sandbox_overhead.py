@@ -9,6 +9,11 @@ or by an isolated tests process (fork server), each slot's next solution process
 the current item is judged. Both use a pool of `--workers` threads. Reads HumanEval from
 ../shared/data/benchmarks (or --data). Overhead = our time / bare time on the same items.
 
+Ours: per slot one solution zygote (forking each item's solution process) and one tests fork
+server, started inside the measured time. "cpu ms/exec" is all CPU time spent, this process and
+every process it started (read after they were all reaped), per item: less sensitive than the wall
+time to other load on the machine.
+
     .venv/bin/python benchmarks/sandbox_overhead.py --items 80 --workers 2
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +34,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from synth.coding.benchmarks import humaneval_judge_job, humaneval_program, load_humaneval  # noqa: E402
 from synth.sandbox import Sandbox, SandboxLimits, available  # noqa: E402
 from synth.sandbox.isolation import sandbox_python  # noqa: E402
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and of all its reaped descendants."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
 
 
 def bare(programs: list[str], workers: int, python: str) -> tuple[float, int]:
@@ -70,19 +85,23 @@ def main() -> int:
     levels = [lvl for lvl in ("bwrap", "unshare") if available(lvl)]
     print(f"{len(programs)} HumanEval programs, {args.workers} workers, {os.cpu_count()} cores, python {python}")
     best: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    runners = {"bare subprocess": lambda: bare(programs, args.workers, python)}
+    for lvl in levels:
+        runners[f"judge ({lvl})"] = lambda lvl=lvl: judged(jobs, args.workers, lvl)
     for _ in range(args.repeats):   # interleaved so background load hits both alike
-        t, ok = bare(programs, args.workers, python)
-        assert ok == len(programs), f"bare: only {ok} passed"
-        best["bare subprocess"] = min(best.get("bare subprocess", 1e9), t)
-        for lvl in levels:
-            t, ok = judged(jobs, args.workers, lvl)
-            assert ok == len(programs), f"{lvl}: only {ok} passed"
-            best[f"judge ({lvl})"] = min(best.get(f"judge ({lvl})", 1e9), t)
-    base = len(programs) / best["bare subprocess"]
-    print(f"{'runner':22s} {'execs/s':>8s} {'ms/exec':>8s} {'overhead':>9s}")
+        for name, run in runners.items():
+            c = cpu_seconds()
+            t, ok = run()
+            c = cpu_seconds() - c
+            assert ok == len(programs), f"{name}: only {ok} passed"
+            best[name], cpu[name] = min(best.get(name, 1e9), t), min(cpu.get(name, 1e9), c)
+    n, base = len(programs), best["bare subprocess"]
+    print(f"{'runner':22s} {'execs/s':>8s} {'ms/exec':>8s} {'overhead':>9s} {'cpu ms/exec':>12s} {'cpu ratio':>10s}")
     for name, t in best.items():
-        rate = len(programs) / t
-        print(f"{name:22s} {rate:8.1f} {1000 * t / len(programs):8.1f} {base / rate:8.2f}x")
+        print(f"{name:22s} {n / t:8.1f} {1000 * t / n:8.1f} {t / base:8.2f}x {1000 * cpu[name] / n:12.1f} "
+              f"{cpu[name] / cpu['bare subprocess']:9.2f}x")
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min)")
     return 0
 
 
