@@ -307,6 +307,7 @@ def serve_zygote(out):
         except ImportError:
             pass
     ctl = socket.socket(fileno=CFG["control_fd"])
+    _send(out, {"op": "ready"})   # start-up is not charged to the first item's time limit
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(ctl, 4096, 4)

@@ -41,6 +41,7 @@ from .wire import dumps_line
 
 ITEMS_PER_ZYGOTE = 500    # replaced after this many items (its own CPU time and memory stay small)
 END_SECONDS = 5.0         # for the zygote to kill, reap and clean up after an item
+START_SECONDS = 30.0      # for the zygote to start (a loaded machine); never part of an item's time limit
 
 
 class Zygote:
@@ -56,6 +57,11 @@ class Zygote:
             theirs.close()
         if isinstance(self.child, str):
             self.broken, self.child = self.child, None
+            return
+        ready = self.child.recv(time.monotonic() + max(START_SECONDS, limits.wall_seconds))
+        if not (isinstance(ready, dict) and ready.get("op") == "ready"):
+            why = ready if isinstance(ready, str) else "a malformed message"
+            self.fail(f"the zygote did not start: {why}: {bytes(self.child.stderr[-300:]).decode('utf-8', 'replace')}")
 
     def usable(self, limits: SandboxLimits) -> bool:
         return (not self.broken and self.limits == limits and self.items < ITEMS_PER_ZYGOTE
