@@ -90,6 +90,8 @@ ATTACKS = {
     "threads_and_forks_left_running": "import os, threading, time\n"
                                       "threading.Thread(target=lambda: time.sleep(60)).start()\n"
                                       "for _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\n",
+    "fork_bomb_left_running": "import os\nif os.fork() == 0:\n    while True:\n        try:\n            os.fork()\n"
+                              "        except OSError:\n            pass\n",
     "close_every_descriptor": "import os\nfor fd in range(64):\n    try:\n        os.close(fd)\n"
                               "    except OSError:\n        pass\n",
     "exit_at_import": "import os\nos._exit(0)\n",
@@ -140,8 +142,8 @@ def test_a_zygote_killed_between_items_is_restarted_without_a_wrong_verdict(one_
 def test_a_zygote_killed_during_an_item_fails_that_item_only(one_slot):
     one_slot.judge(GOOD, TESTS)
     zygote = zygote_of(one_slot)
-    slow = "import time\n\ndef g(xs):\n    time.sleep(1.5)\n    return 2.0\n"
-    timer = threading.Timer(0.5, lambda: zygote.child.kill("killed by the test"))
+    slow = "import time\n\ndef g(xs):\n    time.sleep(1.0)\n    return 2.0\n"
+    timer = threading.Timer(0.3, lambda: zygote.child.kill("killed by the test"))
     timer.start()
     try:
         start = time.monotonic()
