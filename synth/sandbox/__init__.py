@@ -1,7 +1,8 @@
 """A sandbox for untrusted generated code.
 
 `judge(solution, tests)` (or `Sandbox.judge`) is the trusted verdict path: see judge.py.
-sandbox.py holds the slots, process.py starts one child, child.py runs inside it, isolation.py
+sandbox.py holds the slots, process.py starts one child, child.py runs inside it (zygote.py and
+zygote_child.py: the per-slot process that forks solution processes), isolation.py
 says how it is isolated, wire.py is the only way values cross.
 """
 

@@ -23,7 +23,7 @@ from .seccomp import program as seccomp_program
 from .wire import WireError, dumps_line, loads_line
 
 HERE = Path(__file__).parent
-CHILD_SOURCE = (HERE / "wire.py").read_text() + "\n" + (HERE / "child.py").read_text()
+CHILD_SOURCE = "\n".join((HERE / name).read_text() for name in ("wire.py", "zygote_child.py", "child.py"))
 SECCOMP = seccomp_program().hex()
 BASE_UID = 61000     # the probe's uid range; each Sandbox draws its own base (see sandbox.py)
 EXTRA_PROCS = 4      # bwrap's and unshare's own processes count against RLIMIT_NPROC too

@@ -2,7 +2,7 @@
 
 Starting a sandboxed solution process costs bubblewrap (or unshare), a Python start-up, the child's
 set-up (seccomp, limits) and the solution's imports: most of a judgement's CPU. At the namespace
-levels each slot instead keeps a *zygote* (child.py `serve_zygote`), started once under the same
+levels each slot instead keeps a *zygote* (zygote_child.py `serve_zygote`), started once under the same
 isolation, seccomp filter and limits as any sandboxed process, with common standard-library modules
 imported. It runs no untrusted code. Per item the parent makes three fresh pipes and passes the
 child's ends over a control socket (SCM_RIGHTS); the zygote forks, and the fork child closes every
@@ -156,6 +156,26 @@ class ForkedChild(Child):
         self.killed_for = self.killed_for or why
         self.proc.wait()
 
-    def _end(self, deadline: float) -> None:
+    def close(self, grace: float = 2.0) -> int | None:
+        """As Child.close, but only the item's own protocol pipe is waited for (it closes when the
+        item's process exits): whatever the item left running, holding its stderr, is the zygote's
+        to kill at once, then the rest of stderr is read."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        deadline = time.monotonic() + grace
+        while self._out_open and self.sel.get_map() and time.monotonic() < deadline and not self.killed_for:
+            self._pump(deadline)
+            self._buf.clear()
+            self._scanned = 0
         self.proc.wait()
-        self.proc.stdin.close()
+        deadline = time.monotonic() + 0.5   # everything is dead now: EOF follows what is buffered
+        while self.sel.get_map() and time.monotonic() < deadline:
+            self._pump(deadline)
+            self._buf.clear()
+            self._scanned = 0
+        self.sel.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            stream.close()
+        return self.proc.returncode
