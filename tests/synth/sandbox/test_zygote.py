@@ -155,3 +155,19 @@ def test_a_zygote_killed_during_an_item_fails_that_item_only(one_slot):
     good = one_slot.judge(GOOD, TESTS)
     assert (good.verdict, good.n_passed) == ("passed", 2), good.tests
     assert zygote_of(one_slot) is not zygote
+
+
+def test_the_oom_killer_takes_the_item_not_the_zygote(one_slot):
+    if one_slot.memory_accounting == "rlimit":
+        pytest.skip("no memory cgroup here: memfd memory is bounded per file, nothing is OOM-killed")
+    # memfd pages count against the slot's cgroup, not RLIMIT_AS: the cgroup's OOM killer has to choose.
+    hog = ("import os\nFDS = []\nwhile True:\n    fd = os.memfd_create('hog')\n    FDS.append(fd)\n"
+           "    os.write(fd, b'x' * (8 * 1024 * 1024))\n    os.write(fd, b'x' * (8 * 1024 * 1024))\n"
+           "\ndef g(xs):\n    return 2.0\n")
+    one_slot.judge(GOOD, TESTS)
+    zygote = zygote_of(one_slot)
+    hit = one_slot.judge(hog, TESTS)
+    assert hit.verdict == "failed" and hit.n_passed == 0, hit.tests
+    assert zygote_of(one_slot) is zygote and not zygote.broken   # the item was killed, not the zygote
+    good = one_slot.judge(GOOD, TESTS)
+    assert (good.verdict, good.n_passed) == ("passed", 2), good.tests
