@@ -79,8 +79,11 @@ def _item(nonce, fds):
         _cpu_limit()
         import ctypes
         ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)   # dumpable again, like any fresh process
-        with open("/proc/self/oom_score_adj", "w") as f:   # the OOM killer takes the item, not the zygote
-            f.write("1000")
+        try:
+            with open("/proc/self/oom_score_adj", "w") as f:   # the OOM killer takes the item, not the zygote
+                f.write("1000")
+        except OSError:
+            pass   # a preference only: a zygote the OOM killer takes is replaced (zygote.py)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         rin = os.fdopen(req, "rb")
         serve_solution(loads_line(rin.readline()), rin, pout, nonce)
