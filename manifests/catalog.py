@@ -8,10 +8,12 @@ Layout (layout.py):
     <root>/.staging/<name>-<run_key>/           work in progress, never read as a version
     <root>/.locks/<key>.lock                    who is publishing a name / running a run key
 
-A version exists once its manifest does. Catalogs of the older layout (`<version_id>/manifest.json`)
-are read as well; `migrate_layout` (`cidermill data migrate`) moves their manifests out of the folders. A run's rejects (`<name>.rejects`) carry `rejects_of`
+A version exists once its manifest does. A run's rejects (`<name>.rejects`) carry `rejects_of`
 and are listed only once that version's manifest exists too, so the catalog sees a version and
 its rejects appear together (the main manifest is the single commit point).
+
+Catalogs of the older layout (`<version_id>/manifest.json`) are read, published into and signed as well;
+`migrate_layout` (`cidermill data migrate`) moves their manifests out of the folders.
 
 A reference is `name` (newest), `name@<id prefix>`, or `<id prefix>` (unique across names).
 """

@@ -89,7 +89,8 @@ def test_an_older_catalog_is_read_published_into_signed_and_migrated(tmp_path, c
     assert [(e.name, e.version_id) for e in cat.versions()] == [("t", old.version_id),
                                                                  ("t.rejects", rejects.version_id)]
     v = cat.resolve("t")
-    assert v.legacy_layout and v.verify() == [] and v.data_folder.path == str(tmp_path / "t" / old.version_id / "shards")
+    assert v.legacy_layout and v.verify() == []
+    assert v.data_folder.path == str(tmp_path / "t" / old.version_id / "shards")
     assert cat.resolve(old.version_id[:10]).version_id == old.version_id
     assert data_main(["data", "--root", str(tmp_path), "show", "t"]) == 0
     assert f"data:      {tmp_path / 't' / old.version_id / 'shards'}\n" in capsys.readouterr().out
