@@ -276,8 +276,8 @@ class Catalog:
     def _clear_leftovers(self, name: str, *, keep: str) -> None:
         """What a publish killed midway left under `<root>/<name>/`: temporary files (`LATEST.tmp-…`,
         `<id>.manifest.json.tmp-…`) and version directories without a manifest (shards moved, manifest never
-        written; such a directory is not a version; a manifest inside it, the older layout, counts). Called under the name's publish lock, so no other
-        publish is writing there. `keep` (the version about to be placed) keeps its shards: only its
+        written; such a directory is not a version; a manifest inside it, the older layout, counts). Called
+        under the name's publish lock, so no other publish is writing there. `keep` (the version about to be placed) keeps its shards: only its
         temporary files go, and its shards are overwritten by the move."""
         ndir = self.root.join(name)
         published = self._manifests_of(name)

@@ -100,6 +100,8 @@ def cmd_show(args) -> int:
         return 0
     print(f"{m.name}@{m.version_id}")
     print(f"  location:  {v.directory.uri}")
+    older = "  (older layout: cidermill data migrate)" if v.legacy_layout else ""
+    print(f"  manifest:  {v.manifest_loc.uri}{older}")
     print(f"  created:   {m.created_at}")
     kind = m.extra.get("kind", "dataset")
     if kind == "tokenizer":

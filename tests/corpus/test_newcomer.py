@@ -107,6 +107,7 @@ def test_data_show_names_the_version_folder_that_polars_pandas_pyarrow_and_hf_da
     out = capsys.readouterr().out
     folder = next(x for x in out.splitlines() if x.strip().startswith("data:")).split("data:", 1)[1].strip()
     assert folder == v.directory.uri  # the version folder itself: its manifest lies beside it
+    assert f"manifest:  {v.directory.uri}.manifest.json\n" in out
     want = sorted(table.column("id").to_pylist())
     assert sorted(pl.scan_parquet(folder).collect()["id"].to_list()) == want
     assert sorted(pd.read_parquet(folder)["id"].tolist()) == want

@@ -93,7 +93,10 @@ def test_an_older_catalog_is_read_published_into_signed_and_migrated(tmp_path, c
     assert v.data_folder.path == str(tmp_path / "t" / old.version_id / "shards")
     assert cat.resolve(old.version_id[:10]).version_id == old.version_id
     assert data_main(["data", "--root", str(tmp_path), "show", "t"]) == 0
-    assert f"data:      {tmp_path / 't' / old.version_id / 'shards'}\n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"data:      {tmp_path / 't' / old.version_id / 'shards'}\n" in out
+    legacy_mloc = tmp_path / "t" / old.version_id / MANIFEST_NAME
+    assert f"manifest:  {legacy_mloc}  (older layout: cidermill data migrate)" in out
 
     # a publish next to older versions keeps them (cleanup recognises a manifest inside the folder)
     new = cat.write_table("t", _table(5, "new"))
