@@ -196,11 +196,11 @@ class Catalog:
             raise ManifestError(f"{latest.uri} holds {text[:80]!r}, not a version id; it was edited by hand: write "
                                 "the id of a version of this name into it, or delete it to use the newest version")
         vdir = self.root.join(name, text)
-        if find_manifest(vdir) is None:
+        mloc = find_manifest(vdir)
+        if mloc is None:
             raise ManifestError(f"{latest.uri} names {text[:12]}, which is not a version of {name!r} under "
                                 f"{self.root.uri}; delete it to use the newest version")
-        self.open_manifest(vdir, name)
-        return DatasetVersion(vdir)
+        return DatasetVersion(vdir, manifest=self.open_manifest(vdir, name, mloc))
 
     # ---- publishing ---------------------------------------------------------------------
     def staging_dir(self, name: str, run_key: str) -> Location:
