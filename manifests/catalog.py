@@ -1,14 +1,19 @@
 """The catalog: dataset versions under one data root, by name and content-addressed id.
 
-Layout:
-    <root>/<name>/<version_id>/manifest.json
+Layout (layout.py):
+    <root>/<name>/<version_id>.manifest.json    the manifest, beside the version folder, written last
     <root>/<name>/<version_id>/shards/part-*.parquet
+                                                the folder holds data only, so Parquet readers take it as it is
+    <root>/<name>/LATEST                        the id published last under that name
     <root>/.staging/<name>-<run_key>/           work in progress, never read as a version
     <root>/.locks/<key>.lock                    who is publishing a name / running a run key
 
 A version exists once its manifest does. A run's rejects (`<name>.rejects`) carry `rejects_of`
 and are listed only once that version's manifest exists too, so the catalog sees a version and
 its rejects appear together (the main manifest is the single commit point).
+
+Catalogs of the older layout (`<version_id>/manifest.json`) are read, published into and signed as well;
+`migrate_layout` (`cidermill data migrate`) moves their manifests out of the folders.
 
 A reference is `name` (newest), `name@<id prefix>`, or `<id prefix>` (unique across names).
 """
@@ -29,7 +34,9 @@ import pyarrow.compute as pc
 from .dataset import DatasetVersion
 from .errors import ManifestError
 from .locks import Lock
-from .manifest import MANIFEST_NAME, Manifest, PipelineInfo, StageStats, version_id_of
+from .layout import (LEGACY_MANIFEST_NAME, find_manifest, legacy_manifest_location, manifest_location,
+                     version_id_of_manifest_file)
+from .manifest import Manifest, PipelineInfo, StageStats, version_id_of
 from .shards import DEFAULT_TARGET_SHARD_BYTES, ShardWriter
 from .names import REJECTS_SUFFIX, is_valid_name, validate_name
 from .storage import Location
@@ -92,19 +99,15 @@ class Catalog:
         out = []
         for ds_name in [name] if name else self.names():
             try:
-                vdirs = self.root.join(ds_name).listdir()
+                found = self._manifests_of(ds_name)
             except OSError as exc:  # an unreadable folder hides its own versions, not the others'
                 if skipped is not None:
                     skipped.append(SkippedManifest(self.root.join(ds_name).uri, _first_line(exc)))
                 continue
-            for vdir in vdirs:
-                if vdir.name.startswith(".") or not _VERSION_DIR.fullmatch(vdir.name):
-                    continue  # LATEST, temp files, foreign entries
-                mloc = vdir.join(MANIFEST_NAME)
+            for vid, mloc in found.items():
+                vdir = self.root.join(ds_name, vid)
                 try:
-                    if not mloc.exists():
-                        continue  # no manifest: not a version
-                    m = self.open_manifest(vdir, ds_name)
+                    m = self.open_manifest(vdir, ds_name, mloc)
                 except (ManifestError, OSError) as exc:
                     if skipped is not None:
                         skipped.append(SkippedManifest(mloc.uri, _first_line(exc)))
@@ -115,9 +118,30 @@ class Catalog:
                                         str(m.extra.get("kind", "dataset"))))
         return sorted(out, key=lambda e: (e.name, e.created_at, e.version_id))
 
-    def open_manifest(self, vdir: Location, name: str) -> Manifest:
+    def _manifests_of(self, name: str) -> dict[str, Location]:
+        """{version id: its manifest} under `<root>/<name>/`, from one listing: `<id>.manifest.json` files, and
+        for folders without one, `<id>/manifest.json` (the older layout). A folder with neither is not a
+        version (a publish that did not finish); LATEST, temporary and foreign files are not either."""
+        ndir = self.root.join(name)
+        found: dict[str, Location] = {}
+        folders = []
+        for loc in ndir.listdir():
+            vid = version_id_of_manifest_file(loc.name)
+            if vid is not None:
+                found[vid] = loc
+            elif _VERSION_DIR.fullmatch(loc.name):
+                folders.append(loc)
+        for vdir in folders:
+            if vdir.name not in found and legacy_manifest_location(vdir).exists():
+                found[vdir.name] = legacy_manifest_location(vdir)
+        return dict(sorted(found.items()))
+
+    def open_manifest(self, vdir: Location, name: str, mloc: Location | None = None) -> Manifest:
         """The manifest of `<root>/<name>/<id>/`, checked, and refused unless it names that name and id."""
-        mloc = vdir.join(MANIFEST_NAME)
+        mloc = mloc or find_manifest(vdir)
+        if mloc is None:
+            raise ManifestError(f"{manifest_location(vdir).uri}: no such manifest; {name}/{vdir.name[:12]} is "
+                                "not a published version")
         m = Manifest.from_json(mloc.read_bytes(), where=mloc.uri)
         if m.name != name or m.version_id != vdir.name:
             raise ManifestError(f"{mloc.uri}: the manifest is for {m.name}@{m.version_id[:12]} but lies in "
@@ -172,11 +196,11 @@ class Catalog:
             raise ManifestError(f"{latest.uri} holds {text[:80]!r}, not a version id; it was edited by hand: write "
                                 "the id of a version of this name into it, or delete it to use the newest version")
         vdir = self.root.join(name, text)
-        if not vdir.join(MANIFEST_NAME).exists():
+        mloc = find_manifest(vdir)
+        if mloc is None:
             raise ManifestError(f"{latest.uri} names {text[:12]}, which is not a version of {name!r} under "
                                 f"{self.root.uri}; delete it to use the newest version")
-        self.open_manifest(vdir, name)
-        return DatasetVersion(vdir)
+        return DatasetVersion(vdir, manifest=self.open_manifest(vdir, name, mloc))
 
     # ---- publishing ---------------------------------------------------------------------
     def staging_dir(self, name: str, run_key: str) -> Location:
@@ -215,14 +239,14 @@ class Catalog:
 
     def _place(self, staging: Location, manifest: Manifest) -> DatasetVersion:
         target = self.root.join(manifest.name, manifest.version_id)
-        mloc = target.join(MANIFEST_NAME)
-        if mloc.exists():
+        if find_manifest(target) is not None:
             existing = DatasetVersion(target)
             if not self._owner_published(existing.manifest) and manifest.extra.get("rejects_of"):
                 # same rejects content, but published for a run that never finished: adopt it
                 existing.manifest.extra["rejects_of"] = manifest.extra["rejects_of"]
-                mloc.write_bytes_atomic(existing.manifest.to_json().encode())
+                self._rewrite_manifest(target, existing.manifest.to_json().encode())
             return DatasetVersion(target)
+        mloc = manifest_location(target)
         moved: list[tuple[Location, Location]] = []
         try:
             target.mkdir()
@@ -251,18 +275,19 @@ class Catalog:
 
     def _clear_leftovers(self, name: str, *, keep: str) -> None:
         """What a publish killed midway left under `<root>/<name>/`: temporary files (`LATEST.tmp-…`,
-        `manifest.json.tmp-…`) and version directories without a manifest (shards moved, manifest never
-        written; such a directory is not a version). Called under the name's publish lock, so no other
-        publish is writing there. `keep` (the version about to be placed) keeps its shards: only its
+        `<id>.manifest.json.tmp-…`) and version directories without a manifest (shards moved, manifest never
+        written; such a directory is not a version; a manifest inside it, the older layout, counts). Called
+        under the name's publish lock, so no other publish is writing there. `keep` (the version about to be placed) keeps its shards: only its
         temporary files go, and its shards are overwritten by the move."""
         ndir = self.root.join(name)
+        published = self._manifests_of(name)
         for loc in ndir.listdir():
             if ".tmp-" in loc.name:
                 _delete_quietly(loc)
             elif not _VERSION_DIR.fullmatch(loc.name):
                 continue
-            elif loc.join(MANIFEST_NAME).exists() or loc.name == keep:
-                if self.root.is_local:  # temporary files exist only where writes are not single PUTs
+            elif loc.name in published or loc.name == keep:
+                if self.root.is_local:  # older layout: `manifest.json.tmp-…` inside the folder
                     for sub in (loc, loc.join("shards")):
                         for fname in sub.file_sizes():
                             if ".tmp-" in fname:
@@ -290,13 +315,11 @@ class Catalog:
         it: the one way to bring a version published before the key into a catalog that checks signatures."""
         name, _, prefix = ref.partition("@")
         validate_name(name, where=f"dataset reference {ref!r}", allow_rejects=True)
-        matches = [loc for loc in self.root.join(name).listdir()
-                   if _VERSION_DIR.fullmatch(loc.name) and loc.name.startswith(prefix) and
-                   loc.join(MANIFEST_NAME).exists()]
+        matches = [(vid, mloc) for vid, mloc in self._manifests_of(name).items() if vid.startswith(prefix)]
         if len(matches) != 1:
             raise ManifestError(f"{ref!r} matches {len(matches)} versions of {name!r}; give an id prefix that names one")
-        vdir = matches[0]
-        mloc = vdir.join(MANIFEST_NAME)
+        vid, mloc = matches[0]
+        vdir = self.root.join(name, vid)
         manifest = Manifest.from_json(mloc.read_bytes(), where=mloc.uri, check_signature=False)
         if manifest.name != name or manifest.version_id != vdir.name:
             raise ManifestError(f"{mloc.uri}: the manifest is for {manifest.name}@{manifest.version_id[:12]}; "
@@ -307,15 +330,42 @@ class Catalog:
         base = name.removesuffix(REJECTS_SUFFIX)
         with Lock(self.root, f"publish-{base}", what=f"signing {name!r} under {self.root.uri}"):
             manifest.schema_version = max(manifest.schema_version, 2)
-            mloc.write_bytes_atomic(manifest.to_json().encode())
+            self._rewrite_manifest(vdir, manifest.to_json().encode())
         return DatasetVersion(vdir)
+
+    @staticmethod
+    def _rewrite_manifest(vdir: Location, data: bytes) -> None:
+        """Replace a published version's manifest; it goes beside the folder (a manifest of the older layout
+        inside it is removed once the new one is written, so one of the two exists at every moment)."""
+        manifest_location(vdir).write_bytes_atomic(data)
+        legacy = legacy_manifest_location(vdir)
+        if legacy.exists():
+            _delete_quietly(legacy)
+
+    def migrate_layout(self, *, dry_run: bool = False) -> list[str]:
+        """Move every manifest of the older layout (`<id>/manifest.json`) beside its folder
+        (`<id>.manifest.json`), byte for byte: ids, digests and signatures stay as they were, and the folder
+        then reads as a Parquet dataset. Under each name's publish lock; the new manifest is written
+        (atomically) before the old one is removed, so the version never disappears. Returns the
+        `name@id12` of each version moved (or, with `dry_run`, to be moved)."""
+        moved = []
+        for name in self.names():
+            base = name.removesuffix(REJECTS_SUFFIX)
+            with Lock(self.root, f"publish-{base}", what=f"migrating {name!r} under {self.root.uri}"):
+                for vid, mloc in self._manifests_of(name).items():
+                    if mloc.name != LEGACY_MANIFEST_NAME:
+                        continue
+                    moved.append(f"{name}@{vid[:12]}")
+                    if not dry_run:
+                        self._rewrite_manifest(self.root.join(name, vid), mloc.read_bytes())
+        return moved
 
     def _owner_published(self, manifest: Manifest) -> bool:
         owner = manifest.extra.get("rejects_of")
         if not owner:
             return True
         name, _, vid = str(owner).partition("@")
-        return self.root.join(name, vid, MANIFEST_NAME).exists()
+        return find_manifest(self.root.join(name, vid)) is not None
 
     def write_table(
         self,

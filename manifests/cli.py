@@ -31,6 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                            "CIDERMILL_MANIFEST_KEY / CIDERMILL_MANIFEST_KEY_FILE")
     sign.add_argument("ref", help="name@idprefix (a bare name signs the version it resolves to)")
     sign.set_defaults(func=cmd_sign)
+    migrate = dsub.add_parser("migrate", help="move manifests of the older layout (<id>/manifest.json) beside "
+                              "their folders (<id>.manifest.json), byte for byte, so each folder reads as Parquet")
+    migrate.add_argument("--dry-run", action="store_true", help="list what would move, move nothing")
+    migrate.set_defaults(func=cmd_migrate)
     diff = dsub.add_parser("diff", help="rows added/removed by id from A to B, and stats deltas")
     diff.add_argument("a")
     diff.add_argument("b")
@@ -75,8 +79,8 @@ def cmd_ls(args) -> int:
 
 
 def read_hint(v) -> list[str]:
-    """How to read a version's rows: its data folder (shards only) with the usual readers; the version
-    folder itself also holds manifest.json, so the hint names the folder below it."""
+    """How to read a version's rows: the version folder (Parquet shards only; the manifest lies beside it)
+    with the usual readers. A catalog of the older layout gets the shards' subfolder (see `data migrate`)."""
     folder = v.data_folder
     if folder is None:
         return []
@@ -85,7 +89,7 @@ def read_hint(v) -> list[str]:
             f"  read:      polars.scan_parquet({d!r})   pandas.read_parquet({d!r})",
             f"             pyarrow.dataset.dataset({d!r})",
             f"             datasets.load_dataset('parquet', data_dir={d!r})",
-            f"             duckdb.sql(\"SELECT * FROM read_parquet('{d}/*.parquet')\")"]
+            f"             duckdb.sql(\"SELECT * FROM read_parquet('{d}/**/*.parquet')\")"]
 
 
 def cmd_show(args) -> int:
@@ -96,6 +100,8 @@ def cmd_show(args) -> int:
         return 0
     print(f"{m.name}@{m.version_id}")
     print(f"  location:  {v.directory.uri}")
+    older = "  (older layout: cidermill data migrate)" if v.legacy_layout else ""
+    print(f"  manifest:  {v.manifest_loc.uri}{older}")
     print(f"  created:   {m.created_at}")
     kind = m.extra.get("kind", "dataset")
     if kind == "tokenizer":
@@ -150,6 +156,15 @@ def cmd_sign(args) -> int:
         return 2
     v = Catalog(args.root).sign(args.ref)
     print(f"signed: {v.name}@{v.version_id[:12]} (every shard verified first)")
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    moved = Catalog(args.root).migrate_layout(dry_run=args.dry_run)
+    for ref in moved:
+        print(f"{'would move' if args.dry_run else 'moved'}: {ref}")
+    print(f"{len(moved)} manifest(s) {'to move' if args.dry_run else 'moved'} beside their version folders under "
+          f"{args.root}" + ("" if moved else " (the catalog has the current layout)"))
     return 0
 
 

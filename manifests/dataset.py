@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import ManifestError
-from .manifest import MANIFEST_NAME, Manifest, ShardInfo
+from .layout import find_manifest, manifest_location
+from .manifest import Manifest, ShardInfo
 from .storage import Location, safe_relpath
 
 
@@ -20,17 +21,22 @@ class ShardProblem:
 
 
 class DatasetVersion:
-    """An opened dataset version. Construction reads and validates the manifest only."""
+    """An opened dataset version: its folder (`directory`, the data only) and its manifest (`manifest_loc`,
+    beside the folder; inside it in catalogs of the older layout). Construction reads and validates the
+    manifest only."""
 
     def __init__(self, directory: Location | str, *, manifest: Manifest | None = None):
         self.directory = directory if isinstance(directory, Location) else Location.parse(directory)
-        manifest_loc = self.directory.join(MANIFEST_NAME)
-        if manifest is None:
-            if not manifest_loc.exists():
+        manifest_loc = find_manifest(self.directory)
+        if manifest_loc is None:
+            manifest_loc = manifest_location(self.directory)
+            if manifest is None:
                 raise ManifestError(
-                    f"{self.directory.uri}: no {MANIFEST_NAME}; a version without a manifest is "
+                    f"{self.directory.uri}: no manifest ({manifest_loc.uri}); a version without a manifest is "
                     "incomplete and does not exist"
                 )
+        self.manifest_loc = manifest_loc
+        if manifest is None:
             manifest = Manifest.from_json(manifest_loc.read_bytes(), where=manifest_loc.uri)
         self.manifest = manifest
         # Refuse unsafe paths up front, before anyone opens a shard.
@@ -56,18 +62,26 @@ class DatasetVersion:
 
     @property
     def data_folder(self) -> Location | None:
-        """The folder that holds this version's Parquet shards and nothing else (`shards/`, or `rejects/` for
-        rejects): polars `scan_parquet`, pandas `read_parquet`, `pyarrow.dataset.dataset` and Hugging Face
-        `load_dataset("parquet", data_dir=...)` read it directly. The version folder above it also holds
-        `manifest.json`, which readers that take a folder try to read as Parquet. None for artifacts
-        (tokenizers, token files) and for shards spread over several folders."""
+        """The folder to point a reader at: the version folder itself, which holds this version's Parquet
+        shards and nothing else (the manifest lies beside it), so polars `scan_parquet`, pandas
+        `read_parquet`, `pyarrow.dataset.dataset` and Hugging Face `load_dataset("parquet", data_dir=...)`
+        read it directly. None for artifacts (tokenizers, token files, mixtures), whose files are not
+        Parquet. In a catalog of the older layout the folder still holds `manifest.json` (`cidermill data
+        migrate` moves it out), so this is the one subfolder its shards lie in, if they share one."""
         paths = [s.path for s in self.manifest.shards]
         if not paths or not all(p.endswith(".parquet") for p in paths):
             return None
+        if not self.legacy_layout:
+            return self.directory
         folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths}
         if len(folders) != 1 or "" in folders:
             return None
         return self.directory.join(folders.pop())
+
+    @property
+    def legacy_layout(self) -> bool:
+        """True when the manifest lies inside the version folder (catalogs written before it moved out)."""
+        return self.manifest_loc.path.startswith(self.directory.path.rstrip("/") + "/")
 
     def shard_path(self, shard: ShardInfo) -> Location:
         return self._shard_locs[self.manifest.shards.index(shard)]

@@ -1,6 +1,7 @@
 """The dataset-version manifest: what a version holds, where it came from, what each stage did.
 
-A version is an immutable directory of Parquet shards plus `manifest.json`, written last. The
+A version is an immutable directory of Parquet shards plus a manifest beside it (`<id>.manifest.json`,
+layout.py), written last. The
 version id is a hash over the ordered shard hashes, so the same content always gets the same id,
 whoever made it and whenever.
 """
@@ -25,7 +26,7 @@ from . import signing
 # 1: no digest; still read (versions published before digests), and `verify` says it is unprotected.
 SCHEMA_VERSION = 2
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1, 2})
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = "manifest.json"  # `<id>.manifest.json` beside the version folder; `<id>/manifest.json` before
 DIGEST_FIELD = "manifest_sha256"
 
 

@@ -19,7 +19,7 @@ Weights must be >= 0 and not all 0; if they do not sum to 1 they are normalised 
 original weights are kept in the manifest). Names must be unique.
 
 `MixtureManifest` is what `cidermill mix build` writes, a JSON document (`mixture.json`), published as a
-catalog version named after the mixture (`<root>/<name>/<id>/mixture.json`; its `manifest.json` holds
+catalog version named after the mixture (`<root>/<name>/<id>/mixture.json`; its `<id>.manifest.json` holds
 the same document under `extra["mixture"]`, with `extra["kind"] == "mixture"`). Fields:
 
     schema_version   1 (readers refuse others)
@@ -66,7 +66,8 @@ import pyarrow as pa
 from .catalog import Catalog
 from .config import Count, build_config, require
 from .errors import ConfigError, ManifestError
-from .manifest import MANIFEST_NAME, Manifest, ShardInfo, canonical_json, version_id_of
+from .layout import find_manifest
+from .manifest import Manifest, ShardInfo, canonical_json, version_id_of
 from .storage import Location
 
 log = logging.getLogger("cidermill.mixture")
@@ -356,14 +357,15 @@ class MixtureManifest:
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{loc.uri}: not valid JSON ({exc})") from exc
         version_dir = Location(loc.fs, loc.path.rsplit("/", 1)[0])
-        in_catalog = version_dir.join(MANIFEST_NAME).exists()
+        catalog_manifest = find_manifest(version_dir)
+        in_catalog = catalog_manifest is not None
         if root is None and in_catalog:
             root = Location(loc.fs, version_dir.path.rsplit("/", 2)[0])
         elif isinstance(root, str):
             root = Location.parse(root)
         m = cls.from_dict(data, where=loc.uri, root=root)
         if in_catalog and not m.created_at:  # the build time lives in the catalog manifest
-            m.created_at = json.loads(version_dir.join(MANIFEST_NAME).read_bytes()).get("created_at", "")
+            m.created_at = json.loads(catalog_manifest.read_bytes()).get("created_at", "")
         return m
 
     @classmethod

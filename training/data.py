@@ -77,12 +77,13 @@ def blend_from_mixture(ref: str, *, root: str | None = None) -> Blend:
     under the old version id); a loose mixture.json is named by its content hash."""
     from manifests.catalog import Catalog
     from manifests.dataset import DatasetVersion
-    from manifests.manifest import MANIFEST_NAME
+    from manifests.layout import find_manifest
     from manifests.mixture import MixtureManifest
+    from manifests.storage import Location
 
     if ref.endswith(".json") or os.path.isfile(ref):
         path = Path(ref).resolve()
-        if (path.parent / MANIFEST_NAME).exists():
+        if find_manifest(Location.parse(str(path.parent))) is not None:
             version = DatasetVersion(str(path.parent))
             version_id = version.version_id
             _require_intact(version)
@@ -125,7 +126,8 @@ def verify_inputs(blend: Blend, *, stamps: str | Path, log=print) -> None:
     A file once verified is remembered in `stamps` by (path, size, mtime) and not hashed again; components
     outside the catalog (hand-made prefixes) are said to be unverified."""
     from manifests.dataset import DatasetVersion
-    from manifests.manifest import MANIFEST_NAME
+    from manifests.layout import find_manifest
+    from manifests.storage import Location
 
     stamps = Path(stamps)
     try:
@@ -135,7 +137,7 @@ def verify_inputs(blend: Blend, *, stamps: str | Path, log=print) -> None:
     changed = False
     for weight, prefix in blend.trained:
         folder = Path(prefix).parent
-        if not (folder / MANIFEST_NAME).exists():
+        if find_manifest(Location.parse(str(folder))) is None:
             log(f"[data] {prefix}: not a catalog version, so its tokens are not hash-checked")
             continue
         version = DatasetVersion(str(folder))

@@ -92,26 +92,29 @@ def test_tokenizer_artifact_shows_its_vocabulary_not_rows(tmp_path, capsys, c4_d
     assert "artifact:  tokenizer, vocabulary 400" in out and "rows:" not in out and "polars" not in out
 
 
-def test_data_show_names_a_data_folder_that_polars_pandas_pyarrow_and_hf_datasets_read(tmp_path, capsys):
+def test_data_show_names_the_version_folder_that_polars_pandas_pyarrow_and_hf_datasets_read(tmp_path, capsys):
     import datasets
     import pandas as pd
     import polars as pl
     import pyarrow.dataset as ds
 
     table = pa.table({"id": [f"r{i}" for i in range(3000)], "text": [f"row {i * 7919 % 10007}" for i in range(3000)]})
-    v = Catalog(str(tmp_path)).write_table("t", table, target_bytes=4096)
+    cat = Catalog(str(tmp_path))
+    v = cat.write_table("t", table, target_bytes=4096)
+    cat.write_table("t.rejects", pa.table({"id": ["gone"], "text": ["x"]}))  # a sibling name, not read
     assert len(v.manifest.shards) > 1  # a folder of several shards, as a real version is
     assert data_main(["data", "--root", str(tmp_path), "show", "t"]) == 0
     out = capsys.readouterr().out
     folder = next(x for x in out.splitlines() if x.strip().startswith("data:")).split("data:", 1)[1].strip()
-    assert folder == f"{v.directory.uri}/shards"
+    assert folder == v.directory.uri  # the version folder itself: its manifest lies beside it
+    assert f"manifest:  {v.directory.uri}.manifest.json\n" in out
     want = sorted(table.column("id").to_pylist())
     assert sorted(pl.scan_parquet(folder).collect()["id"].to_list()) == want
     assert sorted(pd.read_parquet(folder)["id"].tolist()) == want
     assert sorted(ds.dataset(folder).to_table().column("id").to_pylist()) == want
     hf = datasets.load_dataset("parquet", data_dir=folder, split="train", cache_dir=str(tmp_path / "hf"))
     assert sorted(hf["id"]) == want
-    assert f"duckdb.sql(\"SELECT * FROM read_parquet('{folder}/*.parquet')\")" in out
+    assert f"duckdb.sql(\"SELECT * FROM read_parquet('{folder}/**/*.parquet')\")" in out
 
 
 def test_ray_logs_stay_quiet_unless_verbose():

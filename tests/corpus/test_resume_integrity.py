@@ -260,4 +260,5 @@ def test_markers_record_the_input_hash_they_were_made_from(tmp_path, monkeypatch
     restore()
     [marker] = (tmp_path / "root" / ".staging").glob("*/pass-0/tasks/00000.json")
     assert json.loads(marker.read_text())["input_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert not list((tmp_path / "root").glob("docs/*/" + MANIFEST_NAME))
+    root = tmp_path / "root"
+    assert not list(root.glob("docs/*." + MANIFEST_NAME)) and not list(root.glob("docs/*/" + MANIFEST_NAME))

@@ -25,7 +25,11 @@ def _table(tag: str, n: int = 3) -> pa.Table:
 
 
 def _mpath(root: Path, v) -> Path:
-    return root / v.name / v.version_id / MANIFEST_NAME
+    return root / v.name / f"{v.version_id}.{MANIFEST_NAME}"
+
+
+def _vdir(root: Path, v) -> Path:
+    return root / v.name / v.version_id
 
 
 # ---- LATEST and references ---------------------------------------------------------------------
@@ -47,6 +51,7 @@ def test_a_version_directory_copied_under_another_name_or_id_is_not_listed(tmp_p
     a = cat.write_table("docs", _table("a"))
     (tmp_path / "stolen").mkdir()
     shutil.copytree(tmp_path / "docs" / a.version_id, tmp_path / "stolen" / a.version_id)
+    shutil.copy(_mpath(tmp_path, a), tmp_path / "stolen")
     skipped = []
     assert [e.name for e in cat.versions(skipped=skipped)] == ["docs"]
     assert "the manifest is for docs@" in skipped[0].reason and "stolen" in skipped[0].reason
@@ -74,17 +79,19 @@ def test_data_show_of_an_empty_reference_is_one_line_and_exit_1(tmp_path, capsys
     json.dumps({"schema_version": 1, "name": "bad", "version_id": "0" * 64, "created_at": None, "shards": [],
                 "schema": {"arrow_ipc_b64": "!!"}}).encode(),
 ])
-def test_one_malformed_manifest_does_not_break_ls_for_the_others(tmp_path, capsys, bad):
+@pytest.mark.parametrize("legacy", [False, True], ids=["beside", "inside(older layout)"])
+def test_one_malformed_manifest_does_not_break_ls_for_the_others(tmp_path, capsys, bad, legacy):
     cat = Catalog(tmp_path)
     cat.write_table("docs", _table("a"))
     broken = tmp_path / "bad" / ("0" * 64)
     broken.mkdir(parents=True)
-    (broken / MANIFEST_NAME).write_bytes(bad)
+    mpath = broken / MANIFEST_NAME if legacy else tmp_path / "bad" / f"{'0' * 64}.{MANIFEST_NAME}"
+    mpath.write_bytes(bad)
     assert [e.name for e in cat.versions()] == ["docs"]
     assert cidermill(["data", "--root", str(tmp_path), "ls"]) == 0
     out = capsys.readouterr()
     assert "docs" in out.out
-    assert out.err.count("\n") == 1 and out.err.startswith(f"warning: not listed: {broken / MANIFEST_NAME}: ")
+    assert out.err.count("\n") == 1 and out.err.startswith(f"warning: not listed: {mpath}: ")
 
 
 # ---- a publish killed midway ---------------------------------------------------------------------
@@ -94,7 +101,8 @@ def test_a_successful_publish_clears_what_a_killed_publish_left(tmp_path):
     vdir = tmp_path / "docs" / a.version_id
     # what `kill -9` inside write_bytes_atomic and inside _place leaves behind
     (tmp_path / "docs" / "LATEST.tmp-4242-deadbeef").write_text("x")
-    (vdir / "manifest.json.tmp-4242-cafebabe").write_text("{")
+    (tmp_path / "docs" / f"{'f' * 64}.manifest.json.tmp-4242-cafebabe").write_text("{")
+    (vdir / "manifest.json.tmp-4242-cafebabe").write_text("{")  # the older layout wrote it inside the folder
     orphan = tmp_path / "docs" / ("e" * 64)
     (orphan / "shards").mkdir(parents=True)
     (orphan / "shards" / "part-00000-000.parquet").write_bytes(b"half moved")
@@ -129,15 +137,15 @@ def test_with_a_key_edits_and_stripped_signatures_are_refused(tmp_path, monkeypa
     original = path.read_text()
     _resign_sha256(path, lambda m: m.__setitem__("parents", ["f" * 64]))
     with pytest.raises(ManifestError, match="manifest_hmac_sha256 does not match"):
-        DatasetVersion(str(path.parent))
+        DatasetVersion(str(_vdir(tmp_path, v)))
     path.write_text(original)
     _resign_sha256(path, lambda m: (m.pop(HMAC_FIELD), m.pop("manifest_key_id")))
     with pytest.raises(ManifestError, match="not signed, but a manifest key is set"):
-        DatasetVersion(str(path.parent))
+        DatasetVersion(str(_vdir(tmp_path, v)))
     monkeypatch.setenv(KEY_ENV, "z" * 32)
     path.write_text(original)
     with pytest.raises(ManifestError, match="signed with another key"):
-        DatasetVersion(str(path.parent))
+        DatasetVersion(str(_vdir(tmp_path, v)))
 
 
 def test_data_sign_signs_a_version_published_before_the_key_after_verifying_it(tmp_path, monkeypatch, capsys):
@@ -146,12 +154,12 @@ def test_data_sign_signs_a_version_published_before_the_key_after_verifying_it(t
     v = cat.write_table("docs", _table("a"))
     monkeypatch.setenv(KEY_ENV, "k" * 32)
     with pytest.raises(ManifestError, match="not signed"):
-        DatasetVersion(str(_mpath(tmp_path, v).parent))
+        DatasetVersion(str(_vdir(tmp_path, v)))
     assert cidermill(["data", "--root", str(tmp_path), "sign", f"docs@{v.version_id[:8]}"]) == 0
-    assert DatasetVersion(str(_mpath(tmp_path, v).parent)).version_id == v.version_id
-    shard = _mpath(tmp_path, v).parent / v.manifest.shards[0].path
+    assert DatasetVersion(str(_vdir(tmp_path, v))).version_id == v.version_id
+    shard = _vdir(tmp_path, v) / v.manifest.shards[0].path
     other = cat.write_table("docs", _table("b"))
-    shard.write_bytes((_mpath(tmp_path, other).parent / other.manifest.shards[0].path).read_bytes())
+    shard.write_bytes((_vdir(tmp_path, other) / other.manifest.shards[0].path).read_bytes())
     assert cidermill(["data", "--root", str(tmp_path), "sign", f"docs@{v.version_id[:8]}"]) == 1  # broken: not signed
     assert "not signing a broken version" in capsys.readouterr().err
 
@@ -244,14 +252,14 @@ def test_reading_a_version_checks_rows_always_and_hashes_when_asked(tmp_path):
     a = cat.write_table("docs", _table("a"))
     b = cat.write_table("other", _table("b"))  # as many rows: a swap keeps the row count
     c = cat.write_table("short", _table("c", 1))
-    shard_a = _mpath(tmp_path, a).parent / a.manifest.shards[0].path
-    shard_a.write_bytes((_mpath(tmp_path, b).parent / b.manifest.shards[0].path).read_bytes())
+    shard_a = _vdir(tmp_path, a) / a.manifest.shards[0].path
+    shard_a.write_bytes((_vdir(tmp_path, b) / b.manifest.shards[0].path).read_bytes())
     v = cat.resolve("docs")
     assert v.read().column("id").to_pylist() == ["b0", "b1", "b2"]  # what an unverified read sees
     with pytest.raises(ManifestError, match=r"part-00000-000\.parquet: sha256 .* does not match the manifest's"):
         v.read(verify=True)
     with pytest.raises(ManifestError, match="does not match the manifest's"):
         next(v.iter_batches(verify=True))
-    shard_a.write_bytes((_mpath(tmp_path, c).parent / c.manifest.shards[0].path).read_bytes())
+    shard_a.write_bytes((_vdir(tmp_path, c) / c.manifest.shards[0].path).read_bytes())
     with pytest.raises(ManifestError, match="1 rows, the manifest says 3"):
         v.read()

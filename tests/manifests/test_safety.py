@@ -30,7 +30,7 @@ def _table(ids):
 
 
 def _manifest_path(root, v):
-    return root / v.name / v.version_id / MANIFEST_NAME
+    return root / v.name / f"{v.version_id}.{MANIFEST_NAME}"
 
 
 @pytest.mark.parametrize("edit", [
@@ -49,7 +49,7 @@ def test_any_edit_of_a_published_manifest_is_found(tmp_path, edit):
     edit(raw)
     mpath.write_text(json.dumps(raw))
     with pytest.raises(ManifestError, match="manifest_sha256 does not match"):
-        DatasetVersion(str(mpath.parent))
+        DatasetVersion(str(tmp_path / v.name / v.version_id))
     with pytest.raises(ManifestError, match="manifest_sha256 does not match"):
         cat.resolve("docs")  # `show` and `verify` go through here
     assert cat.versions() == []  # `ls` does not report the edited version
@@ -62,13 +62,13 @@ def test_schema_version_1_manifests_without_digest_still_read_and_say_so(tmp_pat
     raw.pop(DIGEST_FIELD)
     raw["schema_version"] = 1
     mpath.write_text(json.dumps(raw))
-    old = DatasetVersion(str(mpath.parent))
+    old = DatasetVersion(str(tmp_path / v.name / v.version_id))
     assert old.unprotected and old.verify() == []
     assert not v.unprotected
     raw["schema_version"] = 2  # a v2 manifest must carry its digest
     mpath.write_text(json.dumps(raw))
     with pytest.raises(ManifestError, match="manifest_sha256"):
-        DatasetVersion(str(mpath.parent))
+        DatasetVersion(str(tmp_path / v.name / v.version_id))
 
 
 def _swap_shard(tmp_path, v, table: pa.Table) -> DatasetVersion:
@@ -77,7 +77,7 @@ def _swap_shard(tmp_path, v, table: pa.Table) -> DatasetVersion:
     vdir = tmp_path / v.name / v.version_id
     shard = vdir / v.manifest.shards[0].path
     pq.write_table(table, shard)
-    raw = json.loads((vdir / MANIFEST_NAME).read_text())
+    raw = json.loads(_manifest_path(tmp_path, v).read_text())
     import hashlib
 
     raw["shards"][0]["sha256"] = hashlib.sha256(shard.read_bytes()).hexdigest()
@@ -86,7 +86,8 @@ def _swap_shard(tmp_path, v, table: pa.Table) -> DatasetVersion:
     raw[DIGEST_FIELD] = manifest_digest(raw)
     new_dir = tmp_path / v.name / raw["version_id"]
     vdir.rename(new_dir)
-    (new_dir / MANIFEST_NAME).write_text(json.dumps(raw))
+    _manifest_path(tmp_path, v).unlink()
+    (tmp_path / v.name / f"{raw['version_id']}.{MANIFEST_NAME}").write_text(json.dumps(raw))
     return DatasetVersion(str(new_dir))
 
 
@@ -174,7 +175,7 @@ def test_a_failed_publish_shows_neither_the_version_nor_its_rejects_and_a_retry_
     real = Location.write_bytes_atomic
 
     def full_disk_on_main_manifest(self, data):
-        if self.path.endswith(f"{main.version_id}/{MANIFEST_NAME}"):
+        if self.path.endswith(f"/{main.version_id}.{MANIFEST_NAME}"):
             with open(self.path + ".tmp-x", "wb"):
                 pass  # a partial temp file, then the disk is full
             os.unlink(self.path + ".tmp-x")

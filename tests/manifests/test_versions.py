@@ -32,7 +32,7 @@ def test_manifest_holds_the_contract(tmp_path):
                         config={"k": 1}, code_revision="abc")
     v = cat.write_table("docs", _table(range(3)), pipeline=info, parents=["p0"], stats=stats)
 
-    raw = json.loads((tmp_path / "docs" / v.version_id / MANIFEST_NAME).read_text())
+    raw = json.loads((tmp_path / "docs" / f"{v.version_id}.{MANIFEST_NAME}").read_text())
     assert raw["schema_version"] == 2
     assert raw[DIGEST_FIELD] == manifest_digest(raw)
     assert raw["name"] == "docs"
@@ -77,40 +77,40 @@ def test_verify_names_the_shard_with_a_flipped_byte(tmp_path):
 
 def test_tampered_manifest_hash_is_refused(tmp_path):
     v = Catalog(tmp_path).write_table("docs", _table(range(3)))
-    mpath = tmp_path / "docs" / v.version_id / MANIFEST_NAME
+    mpath = tmp_path / "docs" / f"{v.version_id}.{MANIFEST_NAME}"
     raw = json.loads(mpath.read_text())
     raw["shards"][0]["sha256"] = "0" * 64
     _resign(mpath, raw)
     with pytest.raises(ManifestError, match="does not match its shard hashes"):
-        DatasetVersion(str(mpath.parent))
+        DatasetVersion(str(tmp_path / "docs" / v.version_id))
 
 
 @pytest.mark.parametrize("bad_path", ["../../etc/passwd", "/etc/passwd", "shards/../../x.parquet"])
 def test_paths_escaping_the_version_are_refused(tmp_path, bad_path):
     v = Catalog(tmp_path).write_table("docs", _table(range(3)))
-    mpath = tmp_path / "docs" / v.version_id / MANIFEST_NAME
+    mpath = tmp_path / "docs" / f"{v.version_id}.{MANIFEST_NAME}"
     raw = json.loads(mpath.read_text())
     raw["shards"][0]["path"] = bad_path
     _resign(mpath, raw)
     with pytest.raises(ManifestError, match="escapes the version directory|must be relative"):
-        DatasetVersion(str(mpath.parent))
+        DatasetVersion(str(tmp_path / "docs" / v.version_id))
 
 
 def test_unknown_schema_version_is_refused(tmp_path):
     v = Catalog(tmp_path).write_table("docs", _table(range(3)))
-    mpath = tmp_path / "docs" / v.version_id / MANIFEST_NAME
+    mpath = tmp_path / "docs" / f"{v.version_id}.{MANIFEST_NAME}"
     raw = json.loads(mpath.read_text())
     raw["schema_version"] = 99
     mpath.write_text(json.dumps(raw))
     with pytest.raises(ManifestError, match="unknown schema_version 99"):
-        DatasetVersion(str(mpath.parent))
+        DatasetVersion(str(tmp_path / "docs" / v.version_id))
 
 
 def test_a_directory_without_manifest_is_not_a_version(tmp_path):
     v = Catalog(tmp_path).write_table("docs", _table(range(3)))
-    (tmp_path / "docs" / v.version_id / MANIFEST_NAME).unlink()
+    (tmp_path / "docs" / f"{v.version_id}.{MANIFEST_NAME}").unlink()
     assert Catalog(tmp_path).versions() == []
-    with pytest.raises(ManifestError, match="no manifest.json"):
+    with pytest.raises(ManifestError, match="no manifest"):
         DatasetVersion(str(tmp_path / "docs" / v.version_id))
 
 

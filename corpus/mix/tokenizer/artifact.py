@@ -1,4 +1,4 @@
-"""Tokenizers as catalog artifacts: `<root>/<name>/<id>/tokenizer.model` (or tokenizer.json) + manifest.json.
+"""Tokenizers as catalog artifacts: `<root>/<name>/<id>/tokenizer.model` (or tokenizer.json), manifest beside it.
 
 The artifact is a catalog version whose one "shard" is the model file (rows = vocabulary size), so
 `cidermill data ls/show/verify` work on it and its id is the hash of the model file. Its manifest's
