@@ -19,7 +19,45 @@ SHARED_RULES = ["normalize_text_v1", "web_lang_v1", "lang_filter_v1", "gopher_re
                 "c4_quality_v1", "fineweb_quality_v1"]
 PEER_STEP_OF = {"lang": "lang_filter_v1", "gopher_rep": "gopher_repetition_v1",
                 "gopher_qual": "gopher_quality_v1", "c4": "c4_quality_v1", "fineweb_qual": "fineweb_quality_v1"}
-DEDUP = {"url_dedup_v1", "exact_dedup_v1", "minhash_dedup_v1"}
+DEDUP = {"url_dedup", "exact_dedup", "minhash_dedup"}  # by family
+# Our stages FineWeb's pipeline has no counterpart for, by family (the name without its `_vN`), so that a new
+# version of a stage (safety v3's reasons, a PII v4) is named by its own rejects' reason, not by a list of one
+# version's reasons: why a document that datatrove keeps is not in ours.
+OUR_ONLY = {
+    "http_response": "keeps HTTP 200 HTML only; datatrove's reader does not read the HTTP status",
+    "web_extract": "no text from our extractor; trafilatura found some",
+    "read": "our WARC reader skipped the record; datatrove's read it",
+    "web_safety_filter": "FineWeb's pipeline has no safety filter",
+    "pii": "strong card/SSN/IBAN evidence drops; datatrove's PIIFormatter only redacts emails and IPs",
+    "decontaminate": "FineWeb's pipeline has no decontamination",
+    "quality_classifier_filter": "FineWeb's pipeline has no model-based quality filter",
+}
+_VERSION = re.compile(r"_v\d+$")
+_GROUPING_KEYS = ("category", "kind", "rule")
+
+
+def our_only_rule(stage: str, reason: str, detail: str = "") -> str:
+    """The named rule for a document our `stage` dropped with `reason` (and `detail`, its drop_detail JSON)
+    where FineWeb's pipeline has no such stage: any version of a known family is explained, its reason named
+    as its rejects give it (`model_profanity`, `safety:self_harm`), with the evidence's category or kind."""
+    family = _VERSION.sub("", stage or "")
+    why = OUR_ONLY.get(family)
+    if why is None:
+        return f"ours {stage} ({reason}) (unexplained)"
+    return f"ours {stage} ({reason}{_evidence(detail)}): {why}"
+
+
+def _evidence(detail: str) -> str:
+    """`; key=value` for the fields of a drop_detail JSON object that name a kind of evidence (the category
+    of a safety drop, the kind of PII), which a reason alone may not say; not hosts, scores or words, which
+    differ by document and would split a rule into one line per document."""
+    try:
+        found = json.loads(detail) if detail else None
+    except ValueError:
+        return ""
+    if not isinstance(found, dict):
+        return ""
+    return "".join(f"; {k}={found[k]}" for k in _GROUPING_KEYS if isinstance(found.get(k), (str, int)))
 
 
 def _our_text_stages(config: Path, normalize: bool):
@@ -91,8 +129,8 @@ def explain(records: list[dict], ours: tuple[dict, dict], peer: tuple[dict, dict
         if i in peer_dropped:
             step, why, text = peer_dropped[i]
             if step == "url":
-                reasons[f"datatrove URLFilter ({why}): its URL block list; ours has none (adult domains are weak "
-                        "evidence in web_safety_v2, needing sexual words on the page)"].append(i)
+                reasons[f"datatrove URLFilter ({why}): its URL block list; ours has none (most listed adult "
+                        "domains are weak evidence in our safety filter, needing sexual words on the page)"].append(i)
             elif step == "minhash":
                 kept_peer = [m for m in members[group_of.get(i, -1)] if m in b]
                 reasons["datatrove MinHash kept another copy of this page (ours keeps the first in input order)"
@@ -133,25 +171,13 @@ def explain(records: list[dict], ours: tuple[dict, dict], peer: tuple[dict, dict
                 reasons[f"{normalized} ({stage}: {why})"].append(i)
             else:
                 reasons[f"rules disagree: ours {stage} ({why}) drops datatrove's text too (unexplained)"].append(i)
-        elif stage in DEDUP:
+        elif _VERSION.sub("", stage) in DEDUP:
             kept_peer = [m for m in members[group_of.get(i, -1)] if m in b]
             reasons[f"ours {stage} ({why}); datatrove " + (
                 "kept another copy of this page instead" if len(kept_peer) == 1 else
                 f"kept {len(kept_peer)} copies of this page (its MinHash did not match them)")].append(i)
-        elif stage == "http_response_v1":
-            reasons[f"ours http_response_v1 ({why}): keeps HTTP 200 HTML only; datatrove's reader does not read "
-                    "the HTTP status"].append(i)
-        elif stage == "web_extract_v1" or stage == "read":
-            reasons[f"ours {stage} ({why}): no text from our extractor; trafilatura found some"].append(i)
-        elif stage == "web_safety_filter_v2":
-            reasons[f"ours web_safety_filter_v2 ({why}); FineWeb's pipeline has no safety filter"].append(i)
-        elif stage == "pii_v2":
-            reasons[f"ours pii_v2 ({why}): strong card/SSN/IBAN evidence drops; datatrove's PIIFormatter only "
-                    "redacts emails and IPs"].append(i)
-        elif stage == "decontaminate_v1":
-            reasons[f"ours decontaminate_v1 ({why}); FineWeb's pipeline has no decontamination"].append(i)
         else:
-            reasons[f"ours {stage} ({why}) (unexplained)"].append(i)
+            reasons[our_only_rule(stage, why, _detail)].append(i)
 
     out["reasons"] = [{"rule": rule, "n": len(ids), "sample": ids[0], "url": url_of.get(ids[0], "")}
                       for rule, ids in sorted(reasons.items(), key=lambda kv: -len(kv[1]))]

@@ -89,13 +89,16 @@ def project(sample: Sample, *, input_bytes: float, nodes: int, cores: int, node_
     bound = max(rows, key=lambda r: r["wall_h"]) if rows else {"stage": "-"}
     once = (sample.driver_seconds + sample.startup_seconds) / 3600
     cpu_h = sum(r["cpu_h"] for r in rows) + sum(p["write_cpu_h"] + p["fixed_cpu_h"] for p in out_passes) + once
+    # what a run pays whatever its size: why a small run costs more per document than a large one
+    fixed_h = once + sum(p["fixed_cpu_h"] for p in out_passes) + sum(
+        st.fixed_seconds for pc_ in sample.passes for st in pc_.stages) / 3600
     wall_h = sum(p["wall_h"] for p in out_passes) + once
     # staging holds every pass's output, state and rejects until the version is published
     storage = sum(p["output_bytes"] + p["state_bytes"] + p["rejects_bytes"] for p in out_passes)
     driver = max(sample.driver_floor_bytes, sample.driver_build_peak_bytes) + n_tasks * TASK_BYTES \
         + sample.id_bytes * kept_rows
     return {"scale": scale, "tasks": n_tasks, "workers": workers, "stages": rows, "passes": out_passes,
-            "bound": bound["stage"], "wall_h": wall_h, "cpu_h": cpu_h, "storage_bytes": storage,
+            "bound": bound["stage"], "wall_h": wall_h, "cpu_h": cpu_h, "fixed_cpu_h": fixed_h, "storage_bytes": storage,
             "driver_bytes": driver, "output_rows": kept_rows}
 
 
@@ -165,7 +168,9 @@ def render(plan: dict, *, input_bytes: float, nodes: int, cores: int, node_gbps:
     if fixed:
         lines.append("fixed costs measured: " + ", ".join(f"{k} {v}" for k, v in fixed.items()))
     lines += ["",
-              f"total CPU: {_pm(plan, 'cpu_h', lambda h: f'{h:,.1f} CPU-hours' if h >= 10 else _fmt_hours(h))}",
+              f"total CPU: {_pm(plan, 'cpu_h', lambda h: f'{h:,.1f} CPU-hours' if h >= 10 else _fmt_hours(h))}"
+              + (f"; of which {_fmt_hours(plan['fixed_cpu_h'])} fixed (starts, first calls, global stages' "
+                 "once-per-run parts), not proportional to the input" if "fixed_cpu_h" in plan else ""),
               f"wall: {_pm(plan, 'wall_h', _fmt_hours)}",
               f"intermediate storage (staging until publish): {_pm(plan, 'storage_bytes', _fmt_bytes)}",
               f"driver memory: {_pm(plan, 'driver_bytes', _fmt_bytes)} (the pipeline loaded or a global build's "

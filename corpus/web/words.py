@@ -15,12 +15,14 @@ share the work. tests/corpus/web/test_quality_vs_datatrove.py checks the equalit
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from itertools import accumulate
 from typing import Iterable
 
 _NLP = None
-SPACY = ("spacy", "spacy.lang.en")  # what nlp() imports: worth preloading once per run (Stage.preload)
+# what nlp() imports (spaCy, without torch: corpus/web/spacy_import.py): worth preloading once per run (Stage.preload)
+SPACY = ("corpus.web.spacy_import",)
 _MAX_STRINGS = 2_000_000  # a fresh spaCy pipeline after this many interned strings (bounds memory)
 _CHUNKS: dict[str, tuple[str, ...]] = {}
 _MAX_CHUNKS = 1_000_000
@@ -33,11 +35,31 @@ def nlp():
     """spaCy's blank English pipeline with a sentencizer (no model download)."""
     global _NLP
     if _NLP is None or len(_NLP.vocab.strings) > _MAX_STRINGS:
-        import spacy
-
+        spacy = import_spacy()
         _NLP = spacy.blank("en")
         _NLP.add_pipe("sentencizer")
     return _NLP
+
+
+def import_spacy():
+    """spaCy, imported without torch unless torch is already imported.
+
+    spaCy's machine-learning library (thinc) imports torch when it is installed, to offer torch models;
+    the tokenizer and sentencizer used here never touch it, and torch's import costs 1.2 CPU-s per process
+    (6 s of wall time on a loaded machine). While spaCy imports, `import torch` raises ImportError, so
+    thinc records that it has no torch; torch can still be imported normally afterwards."""
+    if "spacy" in sys.modules and "spacy.lang.en" in sys.modules:
+        return sys.modules["spacy"]
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # import torch -> ImportError
+    try:
+        import spacy
+        import spacy.lang.en  # noqa: F401
+    finally:
+        if hide and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return spacy
 
 
 def _special_cases() -> frozenset[str]:

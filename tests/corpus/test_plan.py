@@ -48,6 +48,8 @@ def test_projection_scales_with_bytes_and_cores_and_names_the_bound():
     assert small["bound"] == "exact_dedup_v1"
     # CPU: stages 7e8 + 36, writing 2e8, 100 workers' first calls in pass 0 (0.5 s), driver + forkserver 6 s
     assert small["cpu_h"] == pytest.approx((7e8 + 36 + 2e8 + 100 * 0.5 + 6) / 3600)
+    # of which fixed, whatever the input size: the index 36 s, the first calls 100 x 0.5 s, driver + forkserver 6 s
+    assert small["fixed_cpu_h"] == pytest.approx((36 + 100 * 0.5 + 6) / 3600) == big["fixed_cpu_h"]
     # staging until publish: every pass's output, state and rejects
     assert small["storage_bytes"] == pytest.approx((5_000 + 1_000 + 4_000 + 500 + 3_900 + 10) * 1e8
                                                    + 4_000 * 1e8 + 1_000 * 1e8 + 50_000_000)
