@@ -164,6 +164,8 @@ def _near_duplicate(page: Page, rng: random.Random) -> Page | None:
 
 
 def build_pool(*, exact_share: float, near_share: float, seed: int) -> tuple[list[Page], dict]:
+    if not EXTRACTION.is_dir():   # without it the pool is the 62 bundled pages: not the benchmark's input
+        raise SystemExit(f"e2e input: {EXTRACTION} not found; set CIDERMILL_SHARED_DATA to the shared data folder")
     stats = {"synthesized_urls": 0, "urls_from_domain": 0}
     originals = gold_set_pages(stats) + warc_pages()
     for i, p in enumerate(originals):
