@@ -31,6 +31,7 @@ text description hint placeholder error length len size min max count timeout tt
 version ver enabled required confirm confirmation reset new old current old test mock fake dummy
 example sample default value val var env header headers param params query form input data
 webhook wx appid appsecret kty d k x y n e p q dp dq qi secure identified
+encrypted wrapped fingerprint thumbprint crc
 """.split())
 PASSWORD_WORDS = frozenset("pass password passwd passphrase pwd pw passwort senha contrasena motdepasse "
                            "wachtwoord haslo pin identified".split())
@@ -41,6 +42,10 @@ NOT_VALUE_WORDS = frozenset("url uri path file dir host port endpoint type kind 
                             "message msg text description hint placeholder error length len size min max count "
                             "timeout ttl expiry expires version ver enabled required confirm confirmation reset "
                             "name username usr email mail id uid header param query input".split())
+# a value derived from a secret or meant to be shared (a public key, a hash, an encrypted or wrapped
+# key, a fingerprint) is not itself a credential: 287 of 288 such candidates in CredData's dev set are not
+DERIVED_WORDS = frozenset("public pub hash hashed digest checksum sha md5 crc encrypted wrapped fingerprint "
+                          "thumbprint".split())
 
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
 _SPLIT = re.compile(r"[^a-z]+")  # digits split words too: password2 -> password
@@ -123,6 +128,17 @@ _LOWER, _UPPER, _DIGIT = frozenset("abcdefghijklmnopqrstuvwxyz"), frozenset("ABC
     frozenset("0123456789")
 _ALNUM = _LOWER | _UPPER | _DIGIT
 _SPACE = frozenset(" \t\r\n\f\v")
+_GLUE = frozenset("$.%(")
+_DOLLAR_FIELDS = re.compile(r"\$[^$]+\$")
+# base64 of the DER header of a public key (RSA 1024/2048/4096, EC P-256, Ed25519), as keys are pasted
+_DER_PUBLIC = ("MIGfMA0GCSqGSIb3DQEBAQUAA4GN", "MIIBIjANBgkqhkiG9w0BAQEFAAOC", "MIICIjANBgkqhkiG9w0BAQEFAAOC",
+               "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE", "MCowBQYDK2VwAyEA")
+
+
+def _periodic(v: str) -> bool:
+    """The value repeats a unit of at most a quarter of its length."""
+    n = len(v)
+    return any(n % k == 0 and v[:k] * (n // k) == v for k in range(1, n // 4 + 1))
 
 
 def value_shape(v: str) -> list[str]:
@@ -141,6 +157,8 @@ def value_shape(v: str) -> list[str]:
         out.append("shape=uuid")
         if len(set(v.replace("-", ""))) <= 2:
             out.append("shape=uuid_zero")
+        if classes[1]:
+            out.append("shape=uuid_upper")  # Windows class ids and GUIDs are written in capitals
     elif _JWT.match(v):
         out.append("shape=jwt")
     elif n >= 8 and _HEX.match(v) and classes[2] and (classes[0] or classes[1]):
@@ -171,8 +189,14 @@ def value_shape(v: str) -> list[str]:
         out.append("repeated")
     if v.startswith(("-----BEGIN", "MII")):
         out.append("pem")
+    if v.startswith(_DER_PUBLIC):
+        out.append("der_public")  # an X.509 SubjectPublicKeyInfo: a public key, shared by design
+    if n >= 16 and _periodic(v):
+        out.append("periodic")  # deadbeefdeadbeef..., abcabcabc...: typed, not generated
     if "\\n" in v:
         out.append("escaped_newline")
+    if "$" in v and _DOLLAR_FIELDS.search(v):
+        out.append("dollar_fields")  # crypt(3)/PHC hash strings: $6$rounds=...$salt$hash, $argon2id$v=19$...
     return out
 
 
@@ -198,6 +222,10 @@ def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple
     f += [f"nw={w}" for w in known]
     if known:
         f.append(f"last={known[-1]}" if words[-1] == known[-1] else "last=other")
+    if not DERIVED_WORDS.isdisjoint(words):
+        f += ["derived", f"derived&{cls}"]
+    if 0 < len(name.strip("$@-_")) <= 2 and not op.startswith("shape") and op not in ("url", "auth"):
+        f.append("short_name")  # `p=8$...` inside a hash string, `k: v` in a table: rarely a credential's name
     return cls, words, tuple(f)
 
 
@@ -220,6 +248,7 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     lw, flags = line_info
     f += [f"lw={w}" for w in sorted(lw) if w not in known]
     f += flags
+    f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
     if words and "".join(words) in v.lower().replace("_", "").replace("-", ""):
         f.append("value_has_name")
     f.append(f"n_in_line={min(n_in_line, 5)}")
@@ -228,6 +257,12 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     before = text[c.start - start_in_line:c.start]
     in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
     f.append(f"in_string={in_string}&q={bool(c.quote)}")
+    if not c.quote:  # an unquoted value cut out of a longer run ("...$salt$hash", "67f4...(...)...")
+        after = text[c.end:c.end + 1]
+        if (before[-1:] and before[-1] in _GLUE) or (after and after in _GLUE):
+            f.append("glued")
+    elif before.rfind("<") > before.rfind(">"):
+        f.append("in_tag")  # an attribute of an XML/HTML element: <add key="name" value="...">
     if len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0):
         f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
     return f
