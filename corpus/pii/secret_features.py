@@ -135,10 +135,10 @@ _DER_PUBLIC = ("MIGfMA0GCSqGSIb3DQEBAQUAA4GN", "MIIBIjANBgkqhkiG9w0BAQEFAAOC", "
                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE", "MCowBQYDK2VwAyEA")
 
 
-def _periodic(v: str) -> bool:
-    """The value repeats a unit of at most a quarter of its length."""
+def _periodic(v: str, distinct: int) -> bool:
+    """The value repeats a unit of at most a quarter of its length (a unit holds all `distinct` characters)."""
     n = len(v)
-    return any(n % k == 0 and v[:k] * (n // k) == v for k in range(1, n // 4 + 1))
+    return any(n % k == 0 and v[:k] * (n // k) == v for k in range(max(1, distinct), n // 4 + 1))
 
 
 def value_shape(v: str) -> list[str]:
@@ -191,7 +191,7 @@ def value_shape(v: str) -> list[str]:
         out.append("pem")
     if v.startswith(_DER_PUBLIC):
         out.append("der_public")  # an X.509 SubjectPublicKeyInfo: a public key, shared by design
-    if n >= 16 and _periodic(v):
+    if n >= 16 and len(chars) <= n // 4 and _periodic(v, len(chars)):
         out.append("periodic")  # deadbeefdeadbeef..., abcabcabc...: typed, not generated
     if "\\n" in v:
         out.append("escaped_newline")
