@@ -47,7 +47,7 @@ _ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}
 # the name starts where an identifier starts and is read possessively (`{0,80}+`): without both, the
 # scan retries every position inside every identifier and backtracks through it (10x slower)
 _BARE = re.compile(r"(?<![A-Za-z_$@])(?P<name>" + _NAME + r"+)(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
-_FLAG = re.compile(r"(?:^|\s)(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
+_FLAG = re.compile(r"(?:^|\s)(?=[-isupac#\\])(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
 # a line can hold a _FLAG match only if it holds one of these (lower case)
 _FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
@@ -56,10 +56,10 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?
 _AUTH = re.compile(r"(?=[btdoaks])\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")
 _SHAPE = re.compile(
-    r"(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
+    r"(?=[A-Za-z0-9+/_\-])(?:(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
     r"|(?P<nkey>\bS[A-Z][A-Z2-7]{54,58}\b)"
     r"|(?P<uuid>\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b)"
-    r"|(?P<token>(?<![\w+/=\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![\w+/=\-]))")
+    r"|(?P<token>(?<![\w+/=\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![\w+/=\-])))")
 
 
 @dataclass(frozen=True)

@@ -99,9 +99,17 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_CLOGC = [0.0] + [c * math.log2(c) for c in range(1, 4097)]  # c*log2(c), summed in C by map() below
+
+
 def entropy(value: str) -> float:
+    """Shannon entropy in bits per character: log2(n) - sum(c*log2(c))/n over the character counts c."""
     n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+    if not n:
+        return 0.0
+    if n >= len(_CLOGC):
+        return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    return max(0.0, math.log2(n) - sum(map(_CLOGC.__getitem__, Counter(value).values())) / n)
 
 
 def _bucket(x: float, edges: tuple) -> int:
@@ -153,13 +161,13 @@ def value_shape(v: str) -> list[str]:
     out.append(f"ent={_bucket(h, (1.5, 2.0, 2.5, 3.0, 3.3, 3.6, 4.0, 4.4, 4.8, 5.2))}")
     if n >= 8:
         out.append(f"bits={_bucket(h * n, (24, 32, 48, 64, 96, 128, 192, 256))}")
-    if _UUID.match(v):
+    if n == 36 and _UUID.match(v):
         out.append("shape=uuid")
         if len(set(v.replace("-", ""))) <= 2:
             out.append("shape=uuid_zero")
         if classes[1]:
             out.append("shape=uuid_upper")  # Windows class ids and GUIDs are written in capitals
-    elif _JWT.match(v):
+    elif v.startswith("eyJ") and _JWT.match(v):
         out.append("shape=jwt")
     elif n >= 8 and _HEX.match(v) and classes[2] and (classes[0] or classes[1]):
         out.append("shape=hex")
@@ -238,9 +246,7 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     shape = value_shape(v)
     f = list(base)
     f += shape
-    size = next(s for s in shape if s.startswith("len="))
-    cl = shape[0]
-    ent = next(s for s in shape if s.startswith("ent="))
+    cl, size, ent = shape[0], shape[1], shape[2]  # value_shape's first three: classes, length, entropy
     f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={bool(c.quote)}", f"{cls}&op={op}",
           f"{group}&{cls}"]
     f += [f"{cls}&{s}" for s in shape[3:]]

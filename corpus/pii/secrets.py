@@ -97,6 +97,7 @@ _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|chan
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
+_LABEL_WORD = re.compile(r"[A-ZÀ-Þ][a-zß-ÿ]+")
 _REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
 
 
@@ -118,7 +119,7 @@ def placeholder_reason(value: str) -> str | None:
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value
-    if v.endswith(":") or re.fullmatch(r"[A-ZÀ-Þ][a-zß-ÿ]+", v):
+    if v.endswith(":") or _LABEL_WORD.fullmatch(v):
         return "label"  # "Password:", "Passwort", "Contraseña": a form's label, not its value
     if "EXAMPLE" in v:
         return "placeholder"  # AWS's documented example keys
