@@ -50,7 +50,7 @@ DERIVED_WORDS = frozenset("public pub hash hashed digest checksum sha md5 crc en
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
 _SPLIT = re.compile(r"[^a-z]+")  # digits split words too: password2 -> password
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
-_B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]++={0,2}$")  # possessive: a failed match does not backtrack through the run
 _B64URL = re.compile(r"^[A-Za-z0-9_\-]+$")
 _UUID = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]*)?$")
