@@ -14,7 +14,8 @@ Steps (the same ones `cidermill eval data safety` runs once per left-out source)
    and the mean of alt-profanity-check's probability over its 50-word blocks (corpus/web/safety_page.py);
 3. the unsafe head: logistic regression; every (source, label) group gets the same total weight within its
    class, so no large source (hatexplain: 19k rows) decides alone what "unsafe" means;
-4. the category head: one-vs-rest logistic regressions over CATEGORY_HEAD on the unsafe units;
+4. the category head: one-vs-rest logistic regressions over CATEGORY_HEAD on the unsafe units (with the
+   context-tier term counts, which the unsafe head leaves out: CONTEXT_TERMS);
 5. the threshold, from development data only: for each news or health source among the training sources,
    a model trained without it scores its pages (out of fold); the threshold is the lowest score that drops
    at most BUDGET of those pages. The shipped model is then fitted on every training source.
@@ -43,6 +44,11 @@ BUDGET = 0.005
 # counsel_chat (therapy answers) dropped 28-37% of its pages, against 9.5% without: they learn the unsafe
 # sources' topics (sex, relationships, women) rather than what makes a text unsafe. The code stays for re-measuring.
 NGRAMS = False
+# The word list's context tier (sex, penis, rape, suicide, stabbed: the clinical and news words) as features.
+# Off in the unsafe head: with them, therapy answers (counsel_chat) score like unsafe text when their source is
+# left out, and their out-of-fold tail sets every other fold's threshold (0.98-0.997); the explicit tier and the
+# peer stay. The category head keeps them (it only names the category of a page the unsafe head drops).
+CONTEXT_TERMS = False
 MIN_SOURCES = 2
 MIN_UNITS = 3
 CATEGORY_HEAD = ("sexual", "hate", "harassment", "profanity")
@@ -108,10 +114,15 @@ def selected_columns(data: Prepared) -> np.ndarray:
     return np.flatnonzero((units >= MIN_UNITS) & ((per_source > 0).sum(0) >= MIN_SOURCES))
 
 
-def design(data: Prepared, cols: np.ndarray) -> sparse.csr_matrix:
+def design(data: Prepared, cols: np.ndarray, context_terms: bool | None = None) -> sparse.csr_matrix:
+    """[units, n-grams + N_LEX + 1]; context_terms (default CONTEXT_TERMS): keep the context-tier columns."""
     lengths = np.array([max(len(u.tokens), 1) for u in data.units], np.float64)
     x = sparse.diags(SCALE / lengths) @ data.counts[:, cols].astype(np.float64)
-    return sparse.hstack([x, sparse.csr_matrix(data.lex)], format="csr")
+    lex = data.lex.copy()
+    if not (CONTEXT_TERMS if context_terms is None else context_terms):
+        # an all-zero column gets weight 0: the scoring path needs no change
+        lex[:, 1:safety_page.N_LEX - 1:2] = 0.0
+    return sparse.hstack([x, sparse.csr_matrix(lex)], format="csr")
 
 
 def group_weights(labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -148,7 +159,8 @@ def fit(data: Prepared, threshold: float = 0.5) -> safety_page.PageModel:
     m = (y == 1) & np.isin(cats, CATEGORY_HEAD)
     present = [c for c in CATEGORY_HEAD if (cats[m] == c).any()]
     if len(present) >= 2:  # one-vs-rest heads (SGD's multi-class); the category is the highest of their logits
-        cat = _logistic(x[m], cats[m], group_weights(cats[m], src[m]))
+        # with the context terms: they only name the category here (cock, anal: sexual), the unsafe head decides
+        cat = _logistic(design(data, cols, context_terms=True)[m], cats[m], group_weights(cats[m], src[m]))
         coefs, bs = cat.coef_, cat.intercept_
         if len(cat.classes_) == 2:  # one row for two classes: the second class against the first
             coefs, bs = np.vstack([np.zeros_like(coefs[0]), coefs[0]]), np.array([0.0, bs[0]])
@@ -250,7 +262,7 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                                  "explicit terms of any category) + mean alt-profanity-check probability of the "
                                  f"{safety_page.BLOCK}-word blocks",
                      "peer_package": _peer_version(),
-                     "scale": SCALE, "C": C, "solver": f"averaged SGD, log loss, {EPOCHS} epochs, seed 0", "min_sources": MIN_SOURCES, "min_units": MIN_UNITS,
+                     "context_terms": CONTEXT_TERMS, "scale": SCALE, "C": C, "solver": f"averaged SGD, log loss, {EPOCHS} epochs, seed 0", "min_sources": MIN_SOURCES, "min_units": MIN_UNITS,
                      "weights": "each (source, label) group the same total weight within its label",
                      "window_words": safety_page.WINDOW, "stride_words": safety_page.STRIDE,
                      "ngrams": info["ngrams"], "category_head": list(model.categories),

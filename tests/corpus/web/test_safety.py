@@ -74,8 +74,8 @@ INSULT = "You worthless bitch, kill yourself, nobody likes you."
 # What each page of the main test should get, written from the texts (not read off the stage): the explicit,
 # hateful and insulting texts are the model's, in their own category; the self-harm text has only list
 # evidence (no labelled self-harm data); the adult host alone, and sexual URL words with a sexual word.
-# The clinical d2 is a known false drop of the shipped model: 0.9832 against its threshold 0.9829 (dense sexual
-# and suicide context terms, and alt-profanity-check gives it 0.68); the held-out health false drops are in
+# The clinical d2 is a known false drop of the shipped model: 0.92 against its threshold 0.889 (alt-profanity-check
+# gives it 0.68; its sexual context terms only name the category); the held-out health false drops are in
 # docs/web.md. It is asserted so that a model change that moves it is seen.
 EXPECTED_REASONS = {"d2": "model_sexual", "d3": "model_sexual", "d4": "model_hate", "d5": "words_self_harm",
                     "d6": "model_harassment", "d7": "adult_domain", "d9": "url_and_words"}
@@ -121,21 +121,20 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
 
 
 def test_the_model_sees_the_worst_window_of_a_long_page():
-    """A hateful paragraph (90 words) in the middle of a long ordinary page: the page's worst window drops
-    it, and the evidence names a window over that paragraph; the ordinary page alone is kept. (A shorter
-    paragraph is diluted by the window's ordinary words: 54 words score 0.84 with the shipped model, under
-    its threshold; see docs/web.md.)"""
+    """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
+    it (0.94 against the threshold 0.889), and the evidence names a window over that paragraph; the
+    ordinary page alone is kept."""
     page = c4_texts()[1]
     lex = safety_terms.load()
     head, tail = page[:len(page) // 2], page[len(page) // 2:]
     start = len(safety_terms.tokens(head, lex))
     assert len(safety_terms.tokens(page, lex)) == 600 and start == 292
-    _, result, details = _run([page, head + " " + " ".join([HATE] * 10) + " " + tail])
+    _, result, details = _run([page, head + " " + " ".join([HATE] * 6) + " " + tail])
     assert result.table.column("id").to_pylist() == ["d0"]
     d = details["d1"]
     s, e = d["window_words"]
     assert d["reason"] == "model_hate" and e - s == safety_page.WINDOW
-    assert s < start + 90 and e > start  # the window overlaps the paragraph
+    assert s < start + 54 and e > start  # the window overlaps the paragraph
     assert "kikes (hate, explicit)" in d["terms"]
 
 
