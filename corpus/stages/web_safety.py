@@ -1,9 +1,10 @@
 """Page safety: a page model learned from real labelled text, adult-domain lists and URL words as score
 columns (`safety__*`), then a filter that drops with a reason and JSON evidence (`drop_detail`) per row.
 
-- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v3.npz + manifest): P(unsafe)
+- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v4.npz + manifest): P(unsafe)
   of the page's worst ~100-word window (`safety__score`), that window (`safety__window_start/_end`, in
-  words) and its category (`safety__category`). Trained on 12 human-labelled sources by
+  words) and its category (`safety__category`), from the word list's term counts, the LDNOOBW list's
+  words and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its package). Trained on 12 human-labelled sources by
   corpus/web/safety_train.py; its held-out numbers are leave-one-source-out (`cidermill eval data safety`).
   English only: rows in another language get a null score.
 - Word evidence (corpus/web/safety_terms.py): the worst 150-word window's list score per category
@@ -144,6 +145,7 @@ class WebSafety(Scorer):
         scores: list[float | None] = [None] * n
         starts, ends = np.zeros(n, np.int32), np.zeros(n, np.int32)
         cats: list[str | None] = [None] * n
+        english: list[tuple[int, list[str], list]] = []
         for i, (text, lang) in enumerate(zip(texts, langs)):
             lang = lang or cfg.default_language
             if lang != "en":
@@ -155,11 +157,12 @@ class WebSafety(Scorer):
             toks = safety_terms.tokens(text, self._lex)
             found = safety_terms.hits(toks, self._lex)
             windows[i] = safety_terms.window_scores(found)
-            if model is not None:
-                lexpos = np.zeros((len(toks), safety_page.N_LEX), np.int32)
-                for pos, cat, tier in found:
-                    lexpos[pos, 2 * cat + tier] += 1
-                page = safety_page.score_tokens(toks, model, self._lex, lexpos)
+            english.append((i, toks, found))
+        if model is not None:
+            peer = safety_page.peer_probs([toks for _, toks, _ in english])  # one batch for the table's pages
+            for (i, toks, found), q in zip(english, peer):
+                lexpos = safety_page.lex_positions(toks, self._lex, found)
+                page = safety_page.score_tokens(toks, model, self._lex, lexpos, q)
                 scores[i], starts[i], ends[i], cats[i] = page.score, page.start, page.end, page.category
         urls = table.column("url").to_pylist() if "url" in table.schema.names else [None] * n
         cols = {"safety__score": pa.array(scores, pa.float32()), "safety__window_start": pa.array(starts),
@@ -215,9 +218,9 @@ def _col(table: pa.Table, name: str, fill=0) -> np.ndarray:
 @register
 class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`, `url_and_words`,
-    `model_<category>` (the page model over its threshold; category from its category head),
-    `words_self_harm`, `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
-    evidence (score, threshold, window, list terms and the words that weighed most, or the host).
+    `words_self_harm`, `model_<category>` (the page model over its threshold; category from its category
+    head), `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
+    evidence (score, threshold, window, its mean peer probability and list terms, or the host).
     Counters `dropped_<category>` attribute every drop to a category (domains and URLs to sexual,
     non-English word windows to profanity)."""
 
@@ -250,11 +253,12 @@ class WebSafetyFilter(Filter):
                 reasons[i], cats[i] = "adult_domain_and_words", "sexual"
             elif cfg.drop_url_words and url_sexual[i] and sexual[i]:
                 reasons[i], cats[i] = "url_and_words", "sexual"
+            elif cfg.min_window_self_harm is not None and self_harm[i] >= cfg.min_window_self_harm:
+                # before the model: its category head has no self-harm class (no labelled self-harm text)
+                reasons[i], cats[i] = "words_self_harm", "self_harm"
             elif score[i] > self._max_score:
                 cats[i] = category[i] or "model"
                 reasons[i] = f"model_{cats[i]}"
-            elif cfg.min_window_self_harm is not None and self_harm[i] >= cfg.min_window_self_harm:
-                reasons[i], cats[i] = "words_self_harm", "self_harm"
             elif cfg.min_window_other is not None and other[i] >= cfg.min_window_other:
                 reasons[i], cats[i] = "words_other_language", "profanity"
         return reasons, cats
@@ -283,7 +287,9 @@ class WebSafetyFilter(Filter):
             s, e = int(row["safety__window_start"]), int(row["safety__window_end"])
             out.update({"score": round(float(row["safety__score"]), 4), "threshold": round(self._max_score, 4),
                         "category": row["safety__category"], "window_words": [s, e],
-                        "top_words": safety_page.top_words(toks, self._model, s, e)})
+                        "peer_probability": round(float(safety_page.peer_probs([toks])[0][s:e].mean()), 4)})
+            if self._model.words:  # a model with word n-grams: the window's words that weighed most
+                out["top_words"] = safety_page.top_words(toks, self._model, s, e)
         else:
             s, e = 0, len(toks)
         window = toks[s:e]

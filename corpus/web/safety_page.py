@@ -1,19 +1,23 @@
-"""The page-safety model of web_safety_v3: a linear model over ~100-word windows of a page, trained on
-real labelled text (corpus/web/safety_train.py; the manifest beside the artifact names the data).
+"""The page-safety model of web_safety_v3: a linear model over word unigrams and bigrams and the word
+list's term counts, scored over ~100-word windows of a page; trained on real labelled text
+(corpus/web/safety_train.py; the manifest beside the artifact names the data and the settings).
 
 A window's logit is
-    z = b + (sum of meaning weights of its words) / n + lex . log1p(term counts)
+    z = b + (sum of the weights of its unigrams and bigrams) / n + lex . log1p(term counts) + p . peer
 over its n words (the page-safety tokens of corpus/web/safety_terms.py, so obfuscations are resolved):
-- meaning weights: a linear head on the mean static MiniLM vector of the window's words (each word's
-  all-MiniLM-L6-v2 embedding, computed once per vocabulary word at training time), folded into one
-  weight per word: the head is linear, so mean(E[w]) . u = mean(E[w] . u). Words the labelled data
-  never showed still get a weight from what MiniLM puts them near. (Word n-gram weights were tried
-  and dropped: they learn each source's vocabulary and scored lower on held-out sources.)
+- n-gram weights: one weight per word and word pair of the vocabulary; the vocabulary keeps only the
+  n-grams that occur in several training sources, so a source's own vocabulary (names, topics of one
+  forum) cannot carry the decision for it;
 - term counts: the tiered word list's explicit and context terms per category in the window, as
-  features with learned weights (not as rules).
-The page's score is its worst window's P(unsafe); a page of up to WINDOW words is one window. A
-second head (same features, no n-grams) names the worst window's category. Scoring is numpy over
-arrays of word ids: a dict lookup per word, then prefix sums, so every window costs O(1).
+  features with learned weights (not as rules), so a category that has little labelled text (sexual)
+  still has evidence; one more count for explicit terms of any category carries a weight learned from
+  the categories with labelled text to the others (a count of the LDNOOBW list's words was tried as well:
+  it raised the therapy answers' scores, so the thresholds, and lowered recall);
+- peer: the mean over the window's words of alt-profanity-check's probability for the 50-word block
+  each word is in (peer_probs), another general signal from a model trained on other data.
+The page's score is its worst window's P(unsafe); a page of up to WINDOW words is one window. A second
+head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
+search for the word pairs, then prefix sums, so every window costs O(1) and no model library runs.
 """
 
 from __future__ import annotations
@@ -28,28 +32,63 @@ import numpy as np
 
 from . import safety_terms
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v3.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v4.npz"
 WINDOW = 100  # words; training units are 50-150 words (corpus/web/safety_units.py)
 STRIDE = 50
-N_LEX = 2 * len(safety_terms.CATEGORIES)  # (category, tier) term counts
+N_LEX = 2 * len(safety_terms.CATEGORIES) + 1  # (category, tier) term counts, then explicit terms of any category
+BLOCK = 50  # words per block the peer model (alt-profanity-check) scores
 _MODELS: dict[str, "PageModel"] = {}
 
 
 @dataclass(frozen=True)
 class PageModel:
-    vocab: dict[str, int]
-    meaning_weight: np.ndarray  # [V + 1] (last: unknown word, 0)
-    lex_weight: np.ndarray  # [N_LEX]
+    words: dict[str, int]  # word -> row of `uni` (unigrams of the vocabulary and the words of its bigrams)
+    uni: np.ndarray  # [W + 1] unigram weights (last: unknown word, 0)
+    pairs: np.ndarray  # [B] sorted bigram keys: first word's row * (W + 1) + second word's row
+    bi: np.ndarray  # [B + 1] bigram weights (last: a pair not in the vocabulary, 0)
+    lex_weight: np.ndarray  # [N_LEX + 1]: term counts, then the peer's probability
     intercept: float
     categories: tuple[str, ...]
-    cat_meaning: np.ndarray  # [V + 1, K]
-    cat_lex: np.ndarray  # [N_LEX, K]
+    cat_uni: np.ndarray  # [W + 1, K]
+    cat_bi: np.ndarray  # [B + 1, K]
+    cat_lex: np.ndarray  # [N_LEX + 1, K]
     cat_intercept: np.ndarray  # [K]
     threshold: float
 
     @property
     def unknown(self) -> int:
-        return len(self.vocab)
+        return len(self.words)
+
+    @classmethod
+    def of_ngrams(cls, weights: dict[str, np.ndarray], **rest) -> "PageModel":
+        """From {unigram "w" or bigram "a b": [1 + K] weights (unsafe head, category heads)}."""
+        words: dict[str, int] = {}
+        for g in weights:
+            for w in g.split(" "):
+                words.setdefault(w, len(words))
+        k = len(rest["categories"])
+        uni = np.zeros((len(words) + 1, 1 + k))
+        bigrams = {}
+        for g, v in weights.items():
+            parts = g.split(" ")
+            if len(parts) == 1:
+                uni[words[g]] = v
+            else:
+                bigrams[words[parts[0]] * (len(words) + 1) + words[parts[1]]] = v
+        pairs = np.array(sorted(bigrams), np.int64)
+        bi = np.vstack([np.array([bigrams[p] for p in pairs.tolist()]).reshape(len(pairs), 1 + k), np.zeros((1, 1 + k))])
+        return cls(words=words, uni=uni[:, 0].copy(), pairs=pairs, bi=bi[:, 0].copy(), cat_uni=uni[:, 1:].copy(),
+                   cat_bi=bi[:, 1:].copy(), **rest)
+
+    def ngram_weights(self) -> dict[str, np.ndarray]:
+        """The inverse of of_ngrams."""
+        names = sorted(self.words, key=self.words.get)
+        out = {w: np.concatenate([[self.uni[i]], self.cat_uni[i]]) for i, w in enumerate(names)}
+        out = {w: v for w, v in out.items() if v.any()}  # words that only occur in bigrams
+        for j, key in enumerate(self.pairs.tolist()):
+            a, b = divmod(key, len(self.words) + 1)
+            out[f"{names[a]} {names[b]}"] = np.concatenate([[self.bi[j]], self.cat_bi[j]])
+        return out
 
 
 @dataclass(frozen=True)
@@ -74,11 +113,24 @@ def save(path: Path, arrays: dict[str, np.ndarray], manifest: dict) -> str:
 def from_arrays(z, threshold: float) -> PageModel:
     words = [str(w) for w in z["words"]]
     return PageModel(
-        vocab={w: i for i, w in enumerate(words)},
-        meaning_weight=np.asarray(z["meaning_weight"], np.float64), lex_weight=np.asarray(z["lex_weight"], np.float64),
-        intercept=float(z["intercept"]), categories=tuple(str(c) for c in z["categories"]),
-        cat_meaning=np.asarray(z["cat_meaning"], np.float64), cat_lex=np.asarray(z["cat_lex"], np.float64),
-        cat_intercept=np.asarray(z["cat_intercept"], np.float64), threshold=float(threshold))
+        words={w: i for i, w in enumerate(words)}, uni=np.append(np.asarray(z["uni"], np.float64), 0.0),
+        pairs=np.asarray(z["pairs"], np.int64), bi=np.append(np.asarray(z["bi"], np.float64), 0.0),
+        lex_weight=np.asarray(z["lex_weight"], np.float64), intercept=float(z["intercept"]),
+        categories=tuple(str(c) for c in z["categories"]),
+        cat_uni=np.vstack([np.asarray(z["cat_uni"], np.float64), np.zeros((1, len(z["categories"])))]),
+        cat_bi=np.vstack([np.asarray(z["cat_bi"], np.float64), np.zeros((1, len(z["categories"])))]),
+        cat_lex=np.asarray(z["cat_lex"], np.float64), cat_intercept=np.asarray(z["cat_intercept"], np.float64),
+        threshold=float(threshold))
+
+
+def to_arrays(model: PageModel) -> dict[str, np.ndarray]:
+    """The arrays `from_arrays` reads (float32 weights; the unknown rows are not stored)."""
+    return {"words": np.array(sorted(model.words, key=model.words.get), dtype=str),
+            "uni": model.uni[:-1].astype(np.float32), "pairs": model.pairs, "bi": model.bi[:-1].astype(np.float32),
+            "lex_weight": model.lex_weight.astype(np.float32), "intercept": np.float32(model.intercept),
+            "categories": np.array(model.categories, dtype=str), "cat_uni": model.cat_uni[:-1].astype(np.float32),
+            "cat_bi": model.cat_bi[:-1].astype(np.float32), "cat_lex": model.cat_lex.astype(np.float32),
+            "cat_intercept": model.cat_intercept.astype(np.float32)}
 
 
 def load(path: Path | str = MODEL_PATH) -> PageModel:
@@ -102,16 +154,49 @@ def load(path: Path | str = MODEL_PATH) -> PageModel:
     return _MODELS[key]
 
 
-def token_ids(toks: list[str], model: PageModel) -> np.ndarray:
-    get, unknown = model.vocab.get, model.unknown
-    return np.fromiter((get(t, unknown) for t in toks), np.int64, len(toks))
+def ngram_ids(toks: list[str], model: PageModel) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each word in `uni` [n], row of each word pair in `bi` [n]): pair i is (i-1, i); position 0
+    has none. One dict lookup per word; the pairs are found with numpy (sorted keys)."""
+    get, unknown = model.words.get, model.unknown
+    uni = np.array([get(t, unknown) for t in toks], np.int64)
+    none = len(model.pairs)
+    bi = np.full(len(toks), none, np.int64)
+    if len(toks) > 1 and none:
+        keys = uni[:-1] * (unknown + 1) + uni[1:]
+        at = np.minimum(np.searchsorted(model.pairs, keys), none - 1)
+        bi[1:] = np.where(model.pairs[at] == keys, at, none)
+    return uni, bi
 
 
-def lex_positions(toks: list[str], lex: safety_terms.Lexicon) -> np.ndarray:
-    """[n, N_LEX] one-hot of the list term (category, tier) starting at each word."""
+def lex_positions(toks: list[str], lex: safety_terms.Lexicon, found: list | None = None) -> np.ndarray:
+    """[n, N_LEX] one-hot of the list term (category, tier) starting at each word, and a column for an
+    explicit term of any category (a weight learned from the categories that have labelled text carries
+    over to one that has little). `found`: safety_terms.hits of the tokens, when already known."""
     out = np.zeros((len(toks), N_LEX), np.int32)
-    for pos, cat, tier in safety_terms.hits(toks, lex):
+    for pos, cat, tier in (safety_terms.hits(toks, lex) if found is None else found):
         out[pos, 2 * cat + tier] += 1
+        out[pos, -1] += tier == 0
+    return out
+
+
+def block_texts(toks: list[str]) -> list[str]:
+    """The page's BLOCK-word blocks as text, for the peer model."""
+    return [" ".join(toks[i:i + BLOCK]) for i in range(0, len(toks), BLOCK)]
+
+
+def peer_probs(pages: list[list[str]]) -> list[np.ndarray]:
+    """Per page, [n] the peer model's P(profane) of the block each word is in. alt-profanity-check (a
+    scikit-learn model trained on ~200k labelled comments, in its PyPI package) is one more general signal;
+    it runs once per block over all pages at once, so its cost is one pass over the text."""
+    from profanity_check import predict_prob
+
+    texts = [block_texts(t) for t in pages]
+    flat = [b for bs in texts for b in bs]
+    probs = predict_prob(flat) if flat else np.zeros(0)
+    out, at = [], 0
+    for toks, bs in zip(pages, texts):
+        out.append(np.repeat(probs[at:at + len(bs)], BLOCK)[:len(toks)].astype(np.float64))
+        at += len(bs)
     return out
 
 
@@ -130,38 +215,57 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros((1,) + values.shape[1:], values.dtype), np.cumsum(values, axis=0)])
 
 
-def window_logits(ids: np.ndarray, lexpos: np.ndarray, model: PageModel, bounds: np.ndarray) -> np.ndarray:
+def _window_sums(uni_w: np.ndarray, bi_w: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Sum of the n-gram weights inside each window [s, e): its words and the pairs wholly inside it."""
+    pu, pb = _prefix(uni_w), _prefix(bi_w)
+    return (pu[e] - pu[s]) + (pb[e] - pb[np.minimum(s + 1, e)])
+
+
+def _features(lexpos: np.ndarray, peer: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """[w, N_LEX + 1] per window: log1p of its term counts, the mean peer probability of its words."""
+    counts, mean = _prefix(lexpos), _prefix(peer)
+    n = np.maximum(e - s, 1)
+    return np.hstack([np.log1p(counts[e] - counts[s]), ((mean[e] - mean[s]) / n)[:, None]])
+
+
+def window_logits(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np.ndarray, model: PageModel,
+                  bounds: np.ndarray) -> np.ndarray:
     """The logit of each window [start, end) (module docstring)."""
     s, e = bounds[:, 0], bounds[:, 1]
     n = np.maximum(e - s, 1).astype(np.float64)
-    meaning = _prefix(model.meaning_weight[ids])
-    counts = _prefix(lexpos)
-    return model.intercept + (meaning[e] - meaning[s]) / n + np.log1p(counts[e] - counts[s]) @ model.lex_weight
+    grams = _window_sums(model.uni[ids[0]], model.bi[ids[1]], s, e)
+    return model.intercept + grams / n + _features(lexpos, peer, s, e) @ model.lex_weight
 
 
-def category_of(ids: np.ndarray, lexpos: np.ndarray, model: PageModel, start: int, end: int) -> str:
+def category_of(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np.ndarray, model: PageModel,
+                start: int, end: int) -> str:
     n = max(end - start, 1)
-    z = model.cat_intercept + model.cat_meaning[ids[start:end]].sum(0) / n \
-        + np.log1p(lexpos[start:end].sum(0)) @ model.cat_lex
+    uni, bi = ids
+    z = model.cat_intercept + (model.cat_uni[uni[start:end]].sum(0) + model.cat_bi[bi[start + 1:end]].sum(0)) / n \
+        + _features(lexpos, peer, np.array([start]), np.array([end]))[0] @ model.cat_lex
     return model.categories[int(np.argmax(z))]
 
 
 def score_tokens(toks: list[str], model: PageModel, lex: safety_terms.Lexicon,
-                 lexpos: np.ndarray | None = None) -> PageScore:
+                 lexpos: np.ndarray | None = None, peer: np.ndarray | None = None) -> PageScore:
+    """The page's worst window; `lexpos` and `peer` (peer_probs) are computed here when not given."""
     if not toks:
         return PageScore(float(1.0 / (1.0 + math.exp(-model.intercept))), 0, 0, None)
-    ids = token_ids(toks, model)
+    ids = ngram_ids(toks, model)
     lexpos = lex_positions(toks, lex) if lexpos is None else lexpos
+    peer = peer_probs([toks])[0] if peer is None else peer
     bounds = window_bounds(len(toks))
-    z = window_logits(ids, lexpos, model, bounds)
+    z = window_logits(ids, lexpos, peer, model, bounds)
     worst = int(np.argmax(z))
     start, end = int(bounds[worst, 0]), int(bounds[worst, 1])
     p = 1.0 / (1.0 + math.exp(-max(min(float(z[worst]), 50.0), -50.0)))
-    return PageScore(p, start, end, category_of(ids, lexpos, model, start, end))
+    return PageScore(p, start, end, category_of(ids, lexpos, peer, model, start, end))
 
 
 def top_words(toks: list[str], model: PageModel, start: int, end: int, k: int = 5) -> list[str]:
-    """The window's distinct words of highest positive meaning weight (the evidence a drop carries
+    """The window's distinct words and word pairs of highest positive weight (the evidence a drop carries
     besides the list terms), highest first."""
-    weights = {t: model.meaning_weight[model.vocab.get(t, model.unknown)] for t in set(toks[start:end])}
-    return [t for t, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if w > 0][:k]
+    uni, bi = ngram_ids(toks[start:end], model)
+    weights = {t: model.uni[u] for t, u in zip(toks[start:end], uni)}
+    weights.update({f"{toks[start + i - 1]} {toks[start + i]}": model.bi[b] for i, b in enumerate(bi) if i})
+    return [g for g, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if w > 0][:k]

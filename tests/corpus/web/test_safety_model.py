@@ -20,68 +20,84 @@ def test_window_bounds_cover_the_page_with_the_last_window_at_the_end():
     assert safety_page.window_bounds(200).tolist() == [[0, 100], [50, 150], [100, 200]]
 
 
-def _tiny_model(words: dict[str, float], lex_weight: np.ndarray, intercept: float) -> safety_page.PageModel:
-    names = sorted(words)
-    meaning = np.array([words[w] for w in names] + [0.0])
-    k = 2
-    return safety_page.PageModel(
-        vocab={w: i for i, w in enumerate(names)}, meaning_weight=meaning, lex_weight=lex_weight, intercept=intercept,
-        categories=("sexual", "hate"), cat_meaning=np.zeros((len(names) + 1, k)),
-        cat_lex=np.zeros((safety_page.N_LEX, k)), cat_intercept=np.array([0.0, 1.0]), threshold=0.5)
+def _tiny_model(grams: dict[str, float], lex_weight: np.ndarray, intercept: float) -> safety_page.PageModel:
+    return safety_page.PageModel.of_ngrams(
+        {g: np.array([w, 0.0, 0.0]) for g, w in grams.items()}, lex_weight=lex_weight, intercept=intercept,
+        categories=("sexual", "hate"), cat_lex=np.zeros((safety_page.N_LEX + 1, 2)), cat_intercept=np.array([0.0, 1.0]),
+        threshold=0.5)
 
 
 def test_window_logit_equals_a_plain_recomputation():
     lex = safety_terms.load()
-    lex_weight = np.arange(safety_page.N_LEX, dtype=float) / 10
-    model = _tiny_model({"vermin": 2.0, "budget": -1.0, "the": 0.1}, lex_weight, -1.5)
+    lex_weight = np.arange(safety_page.N_LEX + 1, dtype=float) / 10
+    weights = {"vermin": 2.0, "budget": -1.0, "the": 0.1, "are vermin": 1.5, "the budget": -0.25, "budget those": 3.0}
+    model = _tiny_model(weights, lex_weight, -1.5)
     text = ("the budget " * 60) + "those kikes are vermin, vermin I say " + ("the budget " * 40)
     toks = safety_terms.tokens(text, lex)
-    ids = safety_page.token_ids(toks, model)
+    ids = safety_page.ngram_ids(toks, model)
     lexpos = safety_page.lex_positions(toks, lex)
+    peer = np.linspace(0, 1, len(toks))  # stand-in peer probabilities per word
     bounds = safety_page.window_bounds(len(toks))
-    z = safety_page.window_logits(ids, lexpos, model, bounds)
+    z = safety_page.window_logits(ids, lexpos, peer, model, bounds)
     found = safety_terms.hits(toks, lex)  # the list's terms: 'kikes' (hate, explicit) and hate phrases
     assert {(c, t) for _, c, t in found} == {(1, 0), (1, 1)}
-    weights = {"vermin": 2.0, "budget": -1.0, "the": 0.1}
     for (s, e), got in zip(bounds.tolist(), z):
         window = toks[s:e]
-        expected = -1.5 + sum(weights.get(t, 0.0) for t in window) / len(window)
+        pairs = [f"{a} {b}" for a, b in zip(window, window[1:])]  # only pairs wholly inside the window
+        expected = -1.5 + sum(weights.get(g, 0.0) for g in window + pairs) / len(window)
         for cat, tier in {(c, t) for _, c, t in found}:
             count = sum(1 for p, c, t in found if s <= p < e and (c, t) == (cat, tier))
             expected += math.log1p(count) * lex_weight[2 * cat + tier]
+        explicit = sum(1 for p, c, t in found if s <= p < e and t == 0)  # explicit terms of any category
+        expected += math.log1p(explicit) * lex_weight[-2] + float(np.mean(peer[s:e])) * lex_weight[-1]
         assert got == pytest.approx(expected, abs=1e-9)
-    page = safety_page.score_tokens(toks, model, lex)
+    page = safety_page.score_tokens(toks, model, lex, peer=peer)
     worst = int(np.argmax(z))
     assert (page.start, page.end) == tuple(bounds[worst])
     assert page.score == pytest.approx(1 / (1 + math.exp(-z[worst])))
     assert page.category == "hate"  # the tiny category head's intercept favours it
-    assert safety_page.top_words(toks, model, page.start, page.end) == ["vermin", "the"]
+    assert safety_page.top_words(toks, model, page.start, page.end) == ["budget those", "vermin", "are vermin", "the"]
+    assert set(model.ngram_weights()) == set(weights)  # the artifact's form round-trips
 
 
-def test_training_features_give_the_same_logit_as_the_scoring_path():
-    """A unit of up to one window: the head's decision function on Features.matrix equals window_logits
-    of the folded PageModel (the weights the stage ships)."""
-    rng = np.random.default_rng(0)
-    words = ["bitch", "budget", "fucking", "library", "meeting", "stupid", "the", "you"]
-    feats = safety_train.Features(words, rng.normal(size=(len(words), 8)).astype(np.float32))
+def test_training_features_give_the_same_logit_as_the_scoring_path(monkeypatch):
+    """A unit of up to one window: the head's decision function on the training design matrix equals
+    window_logits of the PageModel the stage ships; n-grams of one source only are not features. (The
+    shipped model has n-grams off, safety_train.NGRAMS; the path is kept and checked here.)"""
+    monkeypatch.setattr(safety_train, "NGRAMS", True)
     units = [safety_units.Unit("you stupid fucking bitch".split() * 3, 1, "harassment", "a", False),
              safety_units.Unit("the library budget meeting".split() * 3, 0, "news", "b", False),
-             safety_units.Unit("you fucking stupid".split() * 4, 1, "profanity", "a", False),
-             safety_units.Unit("the meeting library".split() * 4, 0, "health", "c", False)]
-    x = feats.matrix([u.tokens for u in units])
-    model = safety_train.fit(feats, x, units)
-    from sklearn.linear_model import LogisticRegression
-
+             safety_units.Unit("you fucking stupid bitch".split() * 4, 1, "profanity", "c", False),
+             safety_units.Unit("the meeting library budget".split() * 4, 0, "health", "c", False),
+             safety_units.Unit("stupid you fucking the budget".split() * 2, 1, "harassment", "b", False),
+             safety_units.Unit("library meeting only here".split() * 2, 0, "news", "b", False)]
+    data = safety_train.Prepared.of_units(units)
+    model = safety_train.fit(data)
+    assert "only" not in model.words and "here" not in model.words  # one source only
+    assert "stupid" in model.words and model.uni[model.words["stupid"]] > 0 > model.uni[model.words["library"]]
+    cols = safety_train.selected_columns(data)
+    x = safety_train.design(data, cols)
     y = np.array([u.label for u in units])
-    head = LogisticRegression(C=safety_train.C, max_iter=5000).fit(
-        x, y, sample_weight=safety_train.group_weights(y, np.array([u.source for u in units])))
+    head = safety_train._logistic(x, y, safety_train.group_weights(y, np.array([u.source for u in units])))
     lex = safety_terms.load()
     for u, expected in zip(units, head.decision_function(x)):
-        ids = safety_page.token_ids(u.tokens, model)
-        z = safety_page.window_logits(ids, safety_page.lex_positions(u.tokens, lex), model,
-                                      safety_page.window_bounds(len(u.tokens)))
+        z = safety_page.window_logits(safety_page.ngram_ids(u.tokens, model), safety_page.lex_positions(u.tokens, lex),
+                                      safety_page.peer_probs([u.tokens])[0], model, safety_page.window_bounds(len(u.tokens)))
         assert z.tolist() == pytest.approx([expected], abs=1e-6)
     assert model.categories == ("harassment", "profanity")
+    monkeypatch.setattr(safety_train, "NGRAMS", False)
+    assert safety_train.fit(data).words == {}  # term counts and the peer only
+
+
+def test_peer_probabilities_are_the_blocks_of_the_page():
+    from profanity_check import predict_prob
+
+    toks = (["you", "stupid", "fucking", "idiot"] * 13)[:52] + ["the", "library", "budget"] * 30
+    probs = safety_page.peer_probs([toks, [], toks[:10]])
+    blocks = [" ".join(toks[i:i + 50]) for i in range(0, len(toks), 50)]
+    expected = np.repeat(predict_prob(blocks), 50)[:len(toks)]
+    assert probs[0].tolist() == pytest.approx(expected.tolist()) and probs[0][0] > 0.9 > 0.5 > probs[0][-1]
+    assert len(probs[1]) == 0 and probs[2].tolist() == pytest.approx([predict_prob([" ".join(toks[:10])])[0]] * 10)
 
 
 def test_units_give_both_classes_the_same_lengths():
