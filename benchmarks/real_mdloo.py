@@ -1,4 +1,5 @@
-"""MDLOO on the real base (SmolLM2-135M-Instruct, imported) on a verifiable task: sums of two numbers in 0..99.
+"""MDLOO on the real base (SmolLM2-135M-Instruct, imported) on a verifiable task: sums of two numbers in
+0..`--max-addend` (99).
 
     nice -n 10 .venv/bin/python benchmarks/real_mdloo.py --work out/realbase [--iterations 10 ...]
 
@@ -23,10 +24,18 @@ from pathlib import Path
 from real_common import Clock, base_checkpoint, generate, load_line, paired_bootstrap, setup_threads, wilson, write_jsonl
 
 
-def sums(n_total: int, *, seed: int) -> list[tuple[int, int]]:
-    pairs = [(a, b) for a in range(100) for b in range(100)]
+def sums(n_total: int, *, seed: int, max_addend: int = 99) -> list[tuple[int, int]]:
+    pairs = [(a, b) for a in range(max_addend + 1) for b in range(max_addend + 1)]
+    if n_total > len(pairs):
+        raise SystemExit(f"real_mdloo: {n_total} disjoint sums asked for, but addends 0..{max_addend} give only "
+                         f"{len(pairs)}")
     random.Random(seed).shuffle(pairs)
     return pairs[:n_total]
+
+
+def micro_batch_for(global_batch: int, cap: int = 32) -> int:
+    """The largest micro-batch <= cap that divides the global batch (the trainer requires a multiple)."""
+    return max(d for d in range(1, min(cap, global_batch) + 1) if global_batch % d == 0)
 
 
 def record(a: int, b: int, *, answer: bool) -> dict:
@@ -36,10 +45,12 @@ def record(a: int, b: int, *, answer: bool) -> dict:
     return {"messages": msgs, "answer": str(a + b)}
 
 
-def accuracy(checkpoint, records: list[dict], *, max_new: int) -> list[float]:
+def accuracy(checkpoint, records: list[dict], *, max_new: int, show: int = 0) -> list[float]:
     from training.rl_tasks import answer_reward
 
     texts, _ = generate(checkpoint, [r["messages"] for r in records], max_new_tokens=max_new, batch=32)
+    for t, r in list(zip(texts, records))[:show]:  # a few responses, to see what the accuracy counts
+        print(f"  {r['messages'][0]['content']!r} -> {t!r} (answer {r['answer']})", flush=True)
     return [answer_reward(t, r["answer"]) for t, r in zip(texts, records)]
 
 
@@ -60,6 +71,7 @@ def main() -> int:
     p.add_argument("--trainable-layers", type=int, default=10)
     p.add_argument("--save-every", type=int, default=5)
     p.add_argument("--max-new", type=int, default=8)
+    p.add_argument("--max-addend", type=int, default=99, help="addends are drawn from 0..max-addend")
     args = p.parse_args()
     setup_threads()
 
@@ -73,7 +85,7 @@ def main() -> int:
     clock = Clock()
     print(f"start: {load_line()}", flush=True)
     base = base_checkpoint(work)
-    pairs = sums(args.sft_examples + args.rl_prompts + args.dev + args.test, seed=0)
+    pairs = sums(args.sft_examples + args.rl_prompts + args.dev + args.test, seed=0, max_addend=args.max_addend)
     cut = [args.sft_examples, args.sft_examples + args.rl_prompts, args.sft_examples + args.rl_prompts + args.dev]
     sft_rows = [record(a, b, answer=True) for a, b in pairs[: cut[0]]]
     rl_rows = [record(a, b, answer=False) for a, b in pairs[cut[0]: cut[1]]]
@@ -90,7 +102,7 @@ def main() -> int:
         "optim": {"name": "adamw", "peak_lr": 1e-4, "warmup_steps": 2, "final_fraction": 0.1, "weight_decay": 0.0}},
         where="real_mdloo sft"))
     clock.mark("sft warm start")
-    before = accuracy(sft.checkpoint, test_rows, max_new=args.max_new)
+    before = accuracy(sft.checkpoint, test_rows, max_new=args.max_new, show=6)
     base_acc = accuracy(base, test_rows[:40], max_new=args.max_new)
     clock.mark("before")
     print(f"test accuracy: base (first 40) {sum(base_acc) / len(base_acc):.3f}, SFT warm start "
@@ -100,7 +112,7 @@ def main() -> int:
         **common, "name": "real-arith-mdloo", "method": "mdloo", "init_from": str(sft.checkpoint), "seq_length": 64,
         "data": {"sources": [{"path": files["rl"]}], "valid_fraction": 0.05},
         "global_batch": args.prompts_per_iteration * args.responses,
-        "micro_batch": min(32, args.prompts_per_iteration * args.responses), "steps": args.iterations,
+        "micro_batch": micro_batch_for(args.prompts_per_iteration * args.responses), "steps": args.iterations,
         "save_every": args.save_every, "out_dir": str(out / "rl"),
         "optim": {"name": "adamw", "peak_lr": args.lr, "warmup_steps": 0, "final_fraction": 1.0, "weight_decay": 0.0},
         "mdloo": {"prompts_per_iteration": args.prompts_per_iteration, "responses_per_prompt": args.responses,
@@ -116,7 +128,7 @@ def main() -> int:
     chosen = max(dev, key=lambda c: (dev[c], c))
     print(f"dev accuracy: SFT {dev_sft:.3f}; " + ", ".join(f"{Path(c).name} {v:.3f}" for c, v in dev.items())
           + f" -> {Path(chosen).name}", flush=True)
-    after = accuracy(chosen, test_rows, max_new=args.max_new)
+    after = accuracy(chosen, test_rows, max_new=args.max_new, show=6)
     clock.mark("after")
 
     n = len(test_rows)

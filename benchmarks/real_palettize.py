@@ -54,6 +54,15 @@ def windows(texts: list[str], tokenizer, *, seq: int, n: int) -> list[dict]:
     return out
 
 
+def compose(at: dict[int, dict], plan: dict[str, int]) -> dict:
+    """The state of a mixed plan from whole-model results at each bit width (`at[bits]`): every layer is
+    quantized on its own (its own seeded k-means), so this equals quantizing with the plan directly
+    (tests/training/test_real_benchmarks.py checks it for ours)."""
+    out = dict(at[max(at)])
+    out.update({k: at[b][k] for k, b in plan.items()})
+    return out
+
+
 def hf_names(name: str) -> list[str]:
     i, kind = name.split(".")[2], name.split(".")[-2]
     base = f"model.layers.{i}."
@@ -93,7 +102,12 @@ def main() -> int:
     ap.add_argument("--lora-steps", type=int, default=30)
     ap.add_argument("--lora-rank", type=int, default=16)
     ap.add_argument("--lora-lr", type=float, default=1e-3)
+    ap.add_argument("--plain", action="store_true", help="also the plain (unweighted) k-means rows")
+    ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
+    ap.add_argument("--control-steps", type=int, default=None,
+                    help="steps of the same LoRA training on the float model (default --lora-steps; 0: none)")
     args = ap.parse_args()
+    args.task_rows = [t.strip() for t in args.task_rows.split(",")]
     setup_threads()
     logging.getLogger("coremltools").setLevel(logging.WARNING)
 
@@ -107,7 +121,7 @@ def main() -> int:
     from training.model import get_shape
     from training.quantize.evalset import mean_loss
     from training.quantize.palettize import (EMBEDDING, allocate_bits, input_energy, int8_rows, is_palettized,
-                                             layer_bpw, palettize_state, sensitivities)
+                                             layer_bpw, palettize_state)
     from training.trainer import load_model
 
     work = Path(args.work)
@@ -148,8 +162,24 @@ def main() -> int:
     rows = {"float": {"bpw": 32.0, **figures(state)}}
     clock.mark("float")
     print(f"float: {rows['float']} ({clock.marks['float']:.0f} s)", flush=True)
-    _, sens = sensitivities(model, state, names, calib, bits=2, group_size=gs, seed=0)
+    # Every layer is palettized on its own (its own k-means, same seed, same column weights), so a mixed plan
+    # is exactly the per-layer pick from the all-4-bit and the all-2-bit results: each method runs twice,
+    # not once per plan (the same holds for coremltools, whose k-means is per module).
     energy = input_energy(model, names, calib)
+    t0 = time.perf_counter()
+    ours_at = {b: palettize_state(state, {k: b for k in names}, group_size=gs, col_weights=energy).state
+               for b in (4, 2)}
+    t_ours = time.perf_counter() - t0
+    clock.mark("ours 4+2 bit")
+    # sensitivity of each layer: the calibration loss increase when that layer alone takes ours' 2-bit weights
+    base_calib = mean_loss(model, calib)
+    params = dict(model.named_parameters())
+    sens = {}
+    with torch.no_grad():
+        for k in names:
+            params[k].copy_(ours_at[2][k])
+            sens[k] = mean_loss(model, calib) - base_calib
+            params[k].copy_(state[k])
     clock.mark("sensitivities")
     qe, scale = int8_rows(state[EMBEDDING])
     int8_state = {**state, EMBEDDING: qe.float() * scale[:, None]}
@@ -158,22 +188,25 @@ def main() -> int:
         plans[str(target)] = allocate_bits(sizes, sens, target=target, bits=(4, 2), group_size=gs)
     plans["2"] = {k: 2 for k in names}
     hf_dir = export_hf(base, out / "hf-float")
+    t0 = time.perf_counter()
+    cml_at = {b: coremltools_state(hf_dir, {k: b for k in names}, gs, shape, int8_state) for b in (4, 2)}
+    t_cml = time.perf_counter() - t0
+    clock.mark("coremltools 4+2 bit")
+    plain_at = {b: palettize_state(state, {k: b for k in names}, group_size=gs).state for b in (4, 2)} \
+        if args.plain else None
     n_total = sum(state[k].numel() for k in names)
     quantized = {}
     for label, plan in plans.items():
         bpw = sum(layer_bpw(sizes[k], plan[k], gs) * state[k].numel() for k in names) / n_total
-        t0 = time.perf_counter()
-        q = palettize_state(state, plan, group_size=gs, col_weights=energy).state
-        t_ours = time.perf_counter() - t0
-        quantized[label] = q
-        rows[f"{label} ours"] = {"bpw": bpw, "seconds": t_ours, **figures(q)}
-        rows[f"{label} ours plain"] = {"bpw": bpw, **figures(palettize_state(state, plan, group_size=gs).state,
-                                                             tasks=False)}
-        t0 = time.perf_counter()
-        cml = coremltools_state(hf_dir, plan, gs, shape, int8_state)
-        rows[f"{label} coremltools"] = {"bpw": bpw, "seconds": time.perf_counter() - t0, **figures(cml)}
+        quantized[label] = compose(ours_at, plan)
+        rows[f"{label} ours"] = {"bpw": bpw, **figures(quantized[label], tasks=label in args.task_rows)}
+        if plain_at:
+            rows[f"{label} ours plain"] = {"bpw": bpw, **figures(compose(plain_at, plan), tasks=False)}
+        rows[f"{label} coremltools"] = {"bpw": bpw, **figures(compose(cml_at, plan), tasks=label in args.task_rows)}
         clock.mark(label)
         print(f"{label}: " + "; ".join(f"{k}: {v}" for k, v in rows.items() if k.startswith(label + " ")), flush=True)
+    print(f"palettization time, all layers at 4 and at 2 bits: ours {t_ours:.0f} s, coremltools {t_cml:.0f} s "
+          f"(ratio {t_cml / t_ours:.2f}; coremltools' includes loading the HF export twice)", flush=True)
 
     # recovery LoRA on the 3.6-bpw model (ours), and its control on the float model
     q36 = quantized["3.6"]
@@ -191,9 +224,12 @@ def main() -> int:
     rec_items = {t: score_items(lm, its)[0] for t, its in items.items()}
     lm_host.detach()
     ckpt.load_state_dict_(model, state)
+    control_steps = args.lora_steps if args.control_steps is None else args.control_steps
+    # with --control-steps 0 the float-model adapter gets 2 steps: only the swap check uses it
     control_adapter, chost, _ = train_recovery(model, lora_batches, RecoveryConfig(
-        lora=LoraConfig(rank=args.lora_rank, init="zero"), steps=args.lora_steps, batch=4, lr=args.lora_lr), log=None)
-    control = {name: mean_loss(model, batches) for name, batches in held.items()}
+        lora=LoraConfig(rank=args.lora_rank, init="zero"), steps=control_steps or 2, batch=4, lr=args.lora_lr),
+        log=None)
+    control = {name: mean_loss(model, batches) for name, batches in held.items()} if control_steps else {}
     chost.detach()
     clock.mark("control lora")
 
@@ -242,7 +278,7 @@ def main() -> int:
     for name in held:
         f_, q_, a_ = rows["float"][f"{name} CE"], rows["3.6 ours"][f"{name} CE"], recovered[name]
         share = recovered_share(float_loss=f_, quant_loss=q_, adapted_loss=a_)
-        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control[name]:.4f} |")
+        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control.get(name, float('nan')):.4f} |")
     print("3.6 bpw + LoRA: " + ", ".join(f"{t} acc {m['acc']:.3f} acc_norm {m['acc_norm']:.3f}"
                                          for t, m in rec_items.items()))
     diff = lambda a, b: float((a - b).abs().max())  # noqa: E731
