@@ -3,10 +3,11 @@
 
     nice -n 10 .venv/bin/python benchmarks/real_mdloo.py --work out/realbase [--iterations 10 ...]
 
-The base does not answer "What is 23 + 45?" in our chat template (it was tuned in ChatML), so a short SFT
-warm start on `--sft-examples` worked sums teaches the answer format (as the recipe's tiny demo does); that
-SFT model is the MDLOO init and its frozen reference. Addend pairs are drawn without replacement, so the SFT
-examples, the RL prompts, the dev prompts and the test prompts are disjoint sums. MDLOO (training/rl_loop.py:
+The base answers "What is 23 + 45?" in sentences in our chat template (it was tuned in ChatML); a short SFT
+warm start on `--sft-examples` worked sums can teach the bare-number format (as the recipe's tiny demo does);
+that SFT model is then the MDLOO init and its frozen reference (`--sft-steps 0`: the base is both; on
+SmolLM2-135M 16 warm-start steps collapsed every answer to one or two numbers, see docs/training.md). Addend
+pairs are drawn without replacement, so the SFT examples, the RL prompts, the dev prompts and the test prompts are disjoint sums. MDLOO (training/rl_loop.py:
 n responses per prompt, leave-one-out advantage of the math rule reward minus β·KL to the reference,
 mirror-descent updates) trains on the RL prompts; the checkpoint kept among the `--save-every` ones has the
 best greedy dev accuracy; the test prompts give the printed accuracy (greedy, Wilson intervals, paired
@@ -58,7 +59,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--work", default="out/realbase")
     p.add_argument("--sft-examples", type=int, default=300)
-    p.add_argument("--sft-steps", type=int, default=20)
+    p.add_argument("--sft-steps", type=int, default=20, help="0: no warm start, MDLOO from the base")
     p.add_argument("--rl-prompts", type=int, default=400)
     p.add_argument("--dev", type=int, default=60)
     p.add_argument("--test", type=int, default=150)
@@ -95,21 +96,24 @@ def main() -> int:
              (("sft", sft_rows), ("rl", rl_rows), ("dev", dev_rows), ("test", test_rows))}
     common = {"model": {"shape": "checkpoint"}, "tokenizer": "checkpoint", "seed": 0, "log_every": 1,
               "trainable_layers": args.trainable_layers}
-    sft = train_sft(from_dict({
-        **common, "name": "real-arith-sft", "method": "sft", "init_from": str(base), "seq_length": 128,
-        "global_batch": 16, "micro_batch": 16, "steps": args.sft_steps, "out_dir": str(out / "sft"),
-        "data": {"sources": [{"path": files["sft"]}], "valid_fraction": 0.05},
-        "optim": {"name": "adamw", "peak_lr": 1e-4, "warmup_steps": 2, "final_fraction": 0.1, "weight_decay": 0.0}},
-        where="real_mdloo sft"))
-    clock.mark("sft warm start")
-    before = accuracy(sft.checkpoint, test_rows, max_new=args.max_new, show=6)
-    base_acc = accuracy(base, test_rows[:40], max_new=args.max_new)
+    if args.sft_steps:
+        init = train_sft(from_dict({
+            **common, "name": "real-arith-sft", "method": "sft", "init_from": str(base), "seq_length": 128,
+            "global_batch": 16, "micro_batch": 16, "steps": args.sft_steps, "out_dir": str(out / "sft"),
+            "data": {"sources": [{"path": files["sft"]}], "valid_fraction": 0.05},
+            "optim": {"name": "adamw", "peak_lr": 1e-4, "warmup_steps": 2, "final_fraction": 0.1,
+                      "weight_decay": 0.0}}, where="real_mdloo sft")).checkpoint
+        clock.mark("sft warm start")
+    else:  # --sft-steps 0: MDLOO starts from the base itself (its reference too)
+        init = base
+    before = accuracy(init, test_rows, max_new=args.max_new, show=6)
+    base_acc = accuracy(base, test_rows[:40], max_new=args.max_new, show=6) if args.sft_steps else before[:40]
     clock.mark("before")
-    print(f"test accuracy: base (first 40) {sum(base_acc) / len(base_acc):.3f}, SFT warm start "
-          f"{sum(before) / len(before):.3f}", flush=True)
+    print(f"test accuracy: base (first 40) {sum(base_acc) / len(base_acc):.3f}, MDLOO init "
+          f"({'SFT warm start' if args.sft_steps else 'the base'}) {sum(before) / len(before):.3f}", flush=True)
 
     run = from_raw({
-        **common, "name": "real-arith-mdloo", "method": "mdloo", "init_from": str(sft.checkpoint), "seq_length": 64,
+        **common, "name": "real-arith-mdloo", "method": "mdloo", "init_from": str(init), "seq_length": 64,
         "data": {"sources": [{"path": files["rl"]}], "valid_fraction": 0.05},
         "global_batch": args.prompts_per_iteration * args.responses,
         "micro_batch": micro_batch_for(args.prompts_per_iteration * args.responses), "steps": args.iterations,
@@ -124,9 +128,9 @@ def main() -> int:
     for c in sorted((out / "rl").glob("step-*")):
         if (c / "checkpoint.json").exists():
             dev[str(c)] = sum(accuracy(c, dev_rows, max_new=args.max_new)) / len(dev_rows)
-    dev_sft = sum(accuracy(sft.checkpoint, dev_rows, max_new=args.max_new)) / len(dev_rows)
+    dev_sft = sum(accuracy(init, dev_rows, max_new=args.max_new)) / len(dev_rows)
     chosen = max(dev, key=lambda c: (dev[c], c))
-    print(f"dev accuracy: SFT {dev_sft:.3f}; " + ", ".join(f"{Path(c).name} {v:.3f}" for c, v in dev.items())
+    print(f"dev accuracy: init {dev_sft:.3f}; " + ", ".join(f"{Path(c).name} {v:.3f}" for c, v in dev.items())
           + f" -> {Path(chosen).name}", flush=True)
     after = accuracy(chosen, test_rows, max_new=args.max_new, show=6)
     clock.mark("after")
@@ -137,7 +141,7 @@ def main() -> int:
     print(f"\nMDLOO: {args.iterations} iterations x {args.prompts_per_iteration} prompts x {args.responses} responses, "
           f"{args.inner_steps} mirror-descent steps, beta {args.kl_coef}, lr {args.lr}, top {args.trainable_layers} "
           f"layers; kept {Path(chosen).name} by dev accuracy")
-    print("| held-out (test sums, greedy) | SFT warm start | after MDLOO | change (95% CI) |\n|---|---|---|---|")
+    print("| held-out (test sums, greedy) | MDLOO init | after MDLOO | change (95% CI) |\n|---|---|---|---|")
     print(f"| accuracy, {n} prompts | {kb / n:.3f} ({wilson(kb, n)[0]:.3f}-{wilson(kb, n)[1]:.3f}) | {ka / n:.3f} "
           f"({wilson(ka, n)[0]:.3f}-{wilson(ka, n)[1]:.3f}) | {(ka - kb) / n:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
     print("iteration  reward  KL(ref) per response (k1)  response tokens")

@@ -58,3 +58,17 @@ def test_shared_data_follows_the_environment_variable(tmp_path):
     env = {**os.environ, "CIDERMILL_SHARED_DATA": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(tmp_path)
+
+
+def test_whole_model_results_are_made_once_per_work_folder(tmp_path):
+    calls = []
+
+    def make():
+        calls.append(1)
+        return {4: {"w": torch.arange(3.0)}}
+
+    first, seconds = real_palettize.cached(tmp_path / "ours.pt", make)
+    again, seconds_again = real_palettize.cached(tmp_path / "ours.pt", make)
+    assert calls == [1] and seconds_again == seconds
+    assert torch.equal(again[4]["w"], first[4]["w"])
+    assert not (tmp_path / "ours.partial").exists()
