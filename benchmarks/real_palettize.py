@@ -118,11 +118,18 @@ def main() -> int:
     ap.add_argument("--lora-rank", type=int, default=16)
     ap.add_argument("--lora-lr", type=float, default=1e-3)
     ap.add_argument("--plain", action="store_true", help="also the plain (unweighted) k-means rows")
+    ap.add_argument("--targets", default="4,3.6,3.0,2", help="bpw targets: 4 and 2 uniform, others mixed 4/2; "
+                    "the recovery LoRA and the swap need 3.6")
+    ap.add_argument("--weighting", choices=("activations", "none"), default="activations",
+                    help="ours' k-means weights: calibration activations (the CLI default) or none")
     ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
     ap.add_argument("--control-steps", type=int, default=None,
                     help="steps of the same LoRA training on the float model (default --lora-steps; 0: none)")
     args = ap.parse_args()
-    args.task_rows = [t.strip() for t in args.task_rows.split(",")]
+    args.task_rows = [t.strip() for t in args.task_rows.split(",") if t.strip()]
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    mixed = [t for t in targets if t not in ("4", "2")]
+    widths = (4, 2) if mixed or "2" in targets else (4,)
     setup_threads()
     logging.getLogger("coremltools").setLevel(logging.WARNING)
 
@@ -174,16 +181,17 @@ def main() -> int:
             row[t], row[t + " norm"] = m["acc"], m["acc_norm"]
         return row
 
-    rows = {"float": {"bpw": 32.0, **figures(state)}}
+    rows = {"float": {"bpw": 32.0, **figures(state, tasks=bool(args.task_rows))}}
     clock.mark("float")
     print(f"float: {rows['float']} ({clock.marks['float']:.0f} s)", flush=True)
     # Every layer is palettized on its own (its own k-means, same seed, same column weights), so a mixed plan
     # is exactly the per-layer pick from the all-4-bit and the all-2-bit results: each method runs twice,
     # not once per plan (the same holds for coremltools, whose k-means is per module).
-    energy = input_energy(model, names, calib)
-    tag = f"g{gs}-calib{args.calib}x{args.seq}"  # what the whole-model results depend on (besides the base)
-    ours_at, t_ours = cached(out / f"ours-{tag}.pt", lambda: {
-        b: palettize_state(state, {k: b for k in names}, group_size=gs, col_weights=energy).state for b in (4, 2)})
+    energy = input_energy(model, names, calib) if args.weighting == "activations" else None
+    # what the whole-model results depend on (besides the base)
+    tag = f"g{gs}-calib{args.calib}x{args.seq}" if energy else f"g{gs}-plain"
+    ours_at, t_ours = cached(out / f"ours-{tag}-{'+'.join(map(str, widths))}bit.pt", lambda: {
+        b: palettize_state(state, {k: b for k in names}, group_size=gs, col_weights=energy).state for b in widths})
     print(f"ours, every layer at 4 and at 2 bits: {t_ours:.0f} s", flush=True)
     clock.mark("ours 4+2 bit")
     # sensitivity of each layer: the calibration loss increase when that layer alone takes ours' 2-bit weights
@@ -191,7 +199,7 @@ def main() -> int:
     params = dict(model.named_parameters())
     sens = {}
     with torch.no_grad():
-        for k in names:
+        for k in names if mixed else ():
             params[k].copy_(ours_at[2][k])
             sens[k] = mean_loss(model, calib) - base_calib
             params[k].copy_(state[k])
@@ -200,16 +208,14 @@ def main() -> int:
     print(f"sensitivities of {len(names)} layers: {took:.0f} s", flush=True)
     qe, scale = int8_rows(state[EMBEDDING])
     int8_state = {**state, EMBEDDING: qe.float() * scale[:, None]}
-    plans = {"4": {k: 4 for k in names}}
-    for target in (3.6, 3.0):
-        plans[str(target)] = allocate_bits(sizes, sens, target=target, bits=(4, 2), group_size=gs)
-    plans["2"] = {k: 2 for k in names}
+    plans = {t: {k: int(t) for k in names} if t in ("4", "2") else
+             allocate_bits(sizes, sens, target=float(t), bits=(4, 2), group_size=gs) for t in targets}
     hf_dir = export_hf(base, out / "hf-float")
-    cml_at, t_cml = cached(out / f"coremltools-g{gs}.pt", lambda: {
-        b: coremltools_state(hf_dir, {k: b for k in names}, gs, shape, int8_state) for b in (4, 2)})
+    cml_at, t_cml = cached(out / f"coremltools-g{gs}-{'+'.join(map(str, widths))}bit.pt", lambda: {
+        b: coremltools_state(hf_dir, {k: b for k in names}, gs, shape, int8_state) for b in widths})
     print(f"coremltools, every layer at 4 and at 2 bits: {t_cml:.0f} s", flush=True)
     clock.mark("coremltools 4+2 bit")
-    plain_at = {b: palettize_state(state, {k: b for k in names}, group_size=gs).state for b in (4, 2)} \
+    plain_at = {b: palettize_state(state, {k: b for k in names}, group_size=gs).state for b in widths} \
         if args.plain else None
     n_total = sum(state[k].numel() for k in names)
     quantized = {}
@@ -222,8 +228,33 @@ def main() -> int:
         rows[f"{label} coremltools"] = {"bpw": bpw, **figures(compose(cml_at, plan), tasks=label in args.task_rows)}
         clock.mark(label)
         print(f"{label}: " + "; ".join(f"{k}: {v}" for k, v in rows.items() if k.startswith(label + " ")), flush=True)
-    print(f"palettization time, all layers at 4 and at 2 bits: ours {t_ours:.0f} s, coremltools {t_cml:.0f} s "
+    print(f"palettization time, all layers at {widths} bits: ours {t_ours:.0f} s, coremltools {t_cml:.0f} s "
           f"(ratio {t_cml / t_ours:.2f}; coremltools' includes loading the HF export twice)", flush=True)
+
+    def main_table():
+        print(f"\nSmolLM2-135M-Instruct (imported Q4_1 GGUF, dequantised = float); {len(names)} linear layers, "
+              f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
+              f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
+              f"{args.items} items each")
+        cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
+        print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
+        print("|---|---|" + "---|" * (len(cols) + 1))
+        for label, r in rows.items():
+            gap = r["C4 CE"] - rows["float"]["C4 CE"]
+            print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
+                "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
+                  + f" | {gap:+.4f} |")
+
+    def save(**extra):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps({"args": vars(args), "rows": rows, "timings": clock.marks,
+                                                     **extra}, indent=1))
+
+    if "3.6" not in quantized:  # no recovery LoRA / swap without the 3.6-bpw model
+        main_table()
+        print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
+        save()
+        return 0
 
     # recovery LoRA on the 3.6-bpw model (ours), and its control on the float model
     q36 = quantized["3.6"]
@@ -276,18 +307,7 @@ def main() -> int:
     again_b = logits()
     lm_host.detach()
 
-    print(f"\nSmolLM2-135M-Instruct (imported Q4_1 GGUF, dequantised = float); {len(names)} linear layers, "
-          f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
-          f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
-          f"{args.items} items each")
-    cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
-    print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
-    print("|---|---|" + "---|" * (len(cols) + 1))
-    for label, r in rows.items():
-        gap = r["C4 CE"] - rows["float"]["C4 CE"]
-        print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
-            "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
-              + f" | {gap:+.4f} |")
+    main_table()
     print(f"\nrecovery LoRA (rank {args.lora_rank}, SVD init, {args.lora_steps} steps x 4 windows, lr {args.lora_lr}) "
           f"on the 3.6-bpw model (ours):")
     print("| held-out text | float | 3.6 bpw | 3.6 bpw + LoRA | gap closed | float + same LoRA training (control) |")
@@ -304,10 +324,7 @@ def main() -> int:
           f"{diff(again_base, base_logits):.2e}; the two adapters differ by {diff(first_a, first_b):.3f}; "
           f"one detach + attach {swap_s * 1e3:.0f} ms")
     print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps({"args": vars(args), "rows": rows, "recovered": recovered,
-                                                 "control": control, "lora_losses": losses,
-                                                 "timings": clock.marks}, indent=1))
+    save(recovered=recovered, control=control, lora_losses=losses)
     return 0
 
 
