@@ -120,6 +120,8 @@ def main() -> int:
     ap.add_argument("--plain", action="store_true", help="also the plain (unweighted) k-means rows")
     ap.add_argument("--targets", default="4,3.6,3.0,2", help="bpw targets: 4 and 2 uniform, others mixed 4/2; "
                     "the recovery LoRA and the swap need 3.6")
+    ap.add_argument("--top-layers", type=int, default=0,
+                    help="palettize only the top N transformer layers (the rest stay float); 0: all")
     ap.add_argument("--weighting", choices=("activations", "none"), default="activations",
                     help="ours' k-means weights: calibration activations (the CLI default) or none")
     ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
@@ -168,7 +170,8 @@ def main() -> int:
     lm = MegatronLM(base, max_length=2048)  # the evaluation model (SDPA attention); variants loaded into it
     model, _ = load_model(base, seq_length=args.seq)  # the calibration / LoRA model (stock layers)
     state = {k: v.detach().clone() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
-    names = [k for k, v in state.items() if is_palettized(k, v)]
+    names = [k for k, v in state.items() if is_palettized(k, v)
+             and (not args.top_layers or int(k.split(".")[2]) >= shape.num_layers - args.top_layers)]
     sizes = {k: tuple(state[k].shape) for k in names}
     gs = args.group_size
 
