@@ -261,7 +261,9 @@ def main() -> int:
 
     # recovery LoRA on the 3.6-bpw model (ours), and its control on the float model
     q36 = quantized["3.6"]
-    residual = {k: state[k] - q36[k] for k in names}
+    # every linear layer gets an adapter; with --top-layers the float ones have a zero residual, so a zero
+    # (and, with A = B = 0, frozen) adapter: the recovery acts on the palettized layers only
+    residual = {k: state[k] - q36[k] for k, v in state.items() if is_palettized(k, v)}
     rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
                              lr=args.lora_lr)
     ckpt.load_state_dict_(model, q36)
