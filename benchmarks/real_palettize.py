@@ -23,6 +23,11 @@ per held-out text; control: the same LoRA training on the float model (how much 
 Swap: two adapters (the recovery one, and one trained on the float model's residual-free init for fewer
 steps) attached / detached / re-attached on the running palettized model; each attach must give that
 adapter's own logits (max abs diff against the logits computed when it was first attached).
+
+Each method palettizes the whole model once per bit width (4, 2); the mixed plans are per-layer picks from
+those (`compose`), and the results are cached under <work>/palettize (a rerun resumes after them). Smaller
+runs: `--targets 4,2` (no sensitivities, LoRA or swap), `--top-layers N` (palettize only the top N layers: a
+partial-model figure), `--task-rows ""` (no ARC-Easy / PIQA), `--control-steps 0`.
 """
 
 from __future__ import annotations
