@@ -19,7 +19,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SHARED = REPO.parent / "shared" / "data"
+# the shared data, as the tests find it: $CIDERMILL_SHARED_DATA, else ../shared/data beside the checkout
+SHARED = Path(os.environ.get("CIDERMILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
 def setup_threads(n: int | None = None) -> None:

@@ -23,6 +23,11 @@ per held-out text; control: the same LoRA training on the float model (how much 
 Swap: two adapters (the recovery one, and one trained on the float model's residual-free init for fewer
 steps) attached / detached / re-attached on the running palettized model; each attach must give that
 adapter's own logits (max abs diff against the logits computed when it was first attached).
+
+Each method palettizes the whole model once per bit width (4, 2); the mixed plans are per-layer picks from
+those (`compose`), and the results are cached under <work>/palettize (a rerun resumes after them). Smaller
+runs: `--targets 4,2` (no sensitivities, LoRA or swap), `--top-layers N` (palettize only the top N layers: a
+partial-model figure), `--task-rows ""` (no ARC-Easy / PIQA), `--control-steps 0`.
 """
 
 from __future__ import annotations
@@ -52,6 +57,30 @@ def windows(texts: list[str], tokenizer, *, seq: int, n: int) -> list[dict]:
         out.append({"tokens": chunk[:, :-1], "labels": chunk[:, 1:], "loss_mask": torch.ones(len(chunk), seq),
                     "position_ids": torch.arange(seq)[None].expand(len(chunk), seq)})
     return out
+
+
+def compose(at: dict[int, dict], plan: dict[str, int]) -> dict:
+    """The state of a mixed plan from whole-model results at each bit width (`at[bits]`): every layer is
+    quantized on its own (its own seeded k-means), so this equals quantizing with the plan directly
+    (tests/training/test_real_benchmarks.py checks it for ours)."""
+    out = dict(at[max(at)])
+    out.update({k: at[b][k] for k, b in plan.items()})
+    return out
+
+
+def cached(path: Path, make) -> tuple[dict, float]:
+    """`make()` once per work folder (the whole-model palettizations take most of a run on a shared CPU):
+    (the result, the seconds it took when made; read back from the file on a rerun)."""
+    if path.exists():
+        saved = torch.load(path)
+        return saved["result"], saved["seconds"]
+    t0 = time.perf_counter()
+    result = make()
+    seconds = time.perf_counter() - t0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"result": result, "seconds": seconds}, path.with_suffix(".partial"))
+    path.with_suffix(".partial").rename(path)
+    return result, seconds
 
 
 def hf_names(name: str) -> list[str]:
@@ -93,7 +122,21 @@ def main() -> int:
     ap.add_argument("--lora-steps", type=int, default=30)
     ap.add_argument("--lora-rank", type=int, default=16)
     ap.add_argument("--lora-lr", type=float, default=1e-3)
+    ap.add_argument("--plain", action="store_true", help="also the plain (unweighted) k-means rows")
+    ap.add_argument("--targets", default="4,3.6,3.0,2", help="bpw targets: 4 and 2 uniform, others mixed 4/2; "
+                    "the recovery LoRA and the swap need 3.6")
+    ap.add_argument("--top-layers", type=int, default=0,
+                    help="palettize only the top N transformer layers (the rest stay float); 0: all")
+    ap.add_argument("--weighting", choices=("activations", "none"), default="activations",
+                    help="ours' k-means weights: calibration activations (the CLI default) or none")
+    ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
+    ap.add_argument("--control-steps", type=int, default=None,
+                    help="steps of the same LoRA training on the float model (default --lora-steps; 0: none)")
     args = ap.parse_args()
+    args.task_rows = [t.strip() for t in args.task_rows.split(",") if t.strip()]
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    mixed = [t for t in targets if t not in ("4", "2")]
+    widths = (4, 2) if mixed or "2" in targets else (4,)
     setup_threads()
     logging.getLogger("coremltools").setLevel(logging.WARNING)
 
@@ -107,7 +150,7 @@ def main() -> int:
     from training.model import get_shape
     from training.quantize.evalset import mean_loss
     from training.quantize.palettize import (EMBEDDING, allocate_bits, input_energy, int8_rows, is_palettized,
-                                             layer_bpw, palettize_state, sensitivities)
+                                             layer_bpw, palettize_state)
     from training.trainer import load_model
 
     work = Path(args.work)
@@ -132,7 +175,8 @@ def main() -> int:
     lm = MegatronLM(base, max_length=2048)  # the evaluation model (SDPA attention); variants loaded into it
     model, _ = load_model(base, seq_length=args.seq)  # the calibration / LoRA model (stock layers)
     state = {k: v.detach().clone() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
-    names = [k for k, v in state.items() if is_palettized(k, v)]
+    names = [k for k, v in state.items() if is_palettized(k, v)
+             and (not args.top_layers or int(k.split(".")[2]) >= shape.num_layers - args.top_layers)]
     sizes = {k: tuple(state[k].shape) for k in names}
     gs = args.group_size
 
@@ -145,39 +189,86 @@ def main() -> int:
             row[t], row[t + " norm"] = m["acc"], m["acc_norm"]
         return row
 
-    rows = {"float": {"bpw": 32.0, **figures(state)}}
+    rows = {"float": {"bpw": 32.0, **figures(state, tasks=bool(args.task_rows))}}
     clock.mark("float")
     print(f"float: {rows['float']} ({clock.marks['float']:.0f} s)", flush=True)
-    _, sens = sensitivities(model, state, names, calib, bits=2, group_size=gs, seed=0)
-    energy = input_energy(model, names, calib)
+    # Every layer is palettized on its own (its own k-means, same seed, same column weights), so a mixed plan
+    # is exactly the per-layer pick from the all-4-bit and the all-2-bit results: each method runs twice,
+    # not once per plan (the same holds for coremltools, whose k-means is per module).
+    energy = input_energy(model, names, calib) if args.weighting == "activations" else None
+    # what the whole-model results depend on (besides the base)
+    tag = f"g{gs}-calib{args.calib}x{args.seq}" if energy else f"g{gs}-plain"
+    ours_at, t_ours = cached(out / f"ours-{tag}-{'+'.join(map(str, widths))}bit.pt", lambda: {
+        b: palettize_state(state, {k: b for k in names}, group_size=gs, col_weights=energy).state for b in widths})
+    print(f"ours, every layer at 4 and at 2 bits: {t_ours:.0f} s", flush=True)
+    clock.mark("ours 4+2 bit")
+    # sensitivity of each layer: the calibration loss increase when that layer alone takes ours' 2-bit weights
+    base_calib = mean_loss(model, calib)
+    params = dict(model.named_parameters())
+    sens = {}
+    with torch.no_grad():
+        for k in names if mixed else ():
+            params[k].copy_(ours_at[2][k])
+            sens[k] = mean_loss(model, calib) - base_calib
+            params[k].copy_(state[k])
     clock.mark("sensitivities")
+    took = clock.marks["sensitivities"] - clock.marks["ours 4+2 bit"]
+    print(f"sensitivities of {len(names)} layers: {took:.0f} s", flush=True)
     qe, scale = int8_rows(state[EMBEDDING])
     int8_state = {**state, EMBEDDING: qe.float() * scale[:, None]}
-    plans = {"4": {k: 4 for k in names}}
-    for target in (3.6, 3.0):
-        plans[str(target)] = allocate_bits(sizes, sens, target=target, bits=(4, 2), group_size=gs)
-    plans["2"] = {k: 2 for k in names}
+    plans = {t: {k: int(t) for k in names} if t in ("4", "2") else
+             allocate_bits(sizes, sens, target=float(t), bits=(4, 2), group_size=gs) for t in targets}
     hf_dir = export_hf(base, out / "hf-float")
+    cml_at, t_cml = cached(out / f"coremltools-g{gs}-{'+'.join(map(str, widths))}bit.pt", lambda: {
+        b: coremltools_state(hf_dir, {k: b for k in names}, gs, shape, int8_state) for b in widths})
+    print(f"coremltools, every layer at 4 and at 2 bits: {t_cml:.0f} s", flush=True)
+    clock.mark("coremltools 4+2 bit")
+    plain_at = {b: palettize_state(state, {k: b for k in names}, group_size=gs).state for b in widths} \
+        if args.plain else None
     n_total = sum(state[k].numel() for k in names)
     quantized = {}
     for label, plan in plans.items():
         bpw = sum(layer_bpw(sizes[k], plan[k], gs) * state[k].numel() for k in names) / n_total
-        t0 = time.perf_counter()
-        q = palettize_state(state, plan, group_size=gs, col_weights=energy).state
-        t_ours = time.perf_counter() - t0
-        quantized[label] = q
-        rows[f"{label} ours"] = {"bpw": bpw, "seconds": t_ours, **figures(q)}
-        rows[f"{label} ours plain"] = {"bpw": bpw, **figures(palettize_state(state, plan, group_size=gs).state,
-                                                             tasks=False)}
-        t0 = time.perf_counter()
-        cml = coremltools_state(hf_dir, plan, gs, shape, int8_state)
-        rows[f"{label} coremltools"] = {"bpw": bpw, "seconds": time.perf_counter() - t0, **figures(cml)}
+        quantized[label] = compose(ours_at, plan)
+        rows[f"{label} ours"] = {"bpw": bpw, **figures(quantized[label], tasks=label in args.task_rows)}
+        if plain_at:
+            rows[f"{label} ours plain"] = {"bpw": bpw, **figures(compose(plain_at, plan), tasks=False)}
+        rows[f"{label} coremltools"] = {"bpw": bpw, **figures(compose(cml_at, plan), tasks=label in args.task_rows)}
         clock.mark(label)
         print(f"{label}: " + "; ".join(f"{k}: {v}" for k, v in rows.items() if k.startswith(label + " ")), flush=True)
+    print(f"palettization time, all layers at {widths} bits: ours {t_ours:.0f} s, coremltools {t_cml:.0f} s "
+          f"(ratio {t_cml / t_ours:.2f}; coremltools' includes loading the HF export twice)", flush=True)
+
+    def main_table():
+        print(f"\nSmolLM2-135M-Instruct (imported Q4_1 GGUF, dequantised = float); {len(names)} linear layers, "
+              f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
+              f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
+              f"{args.items} items each")
+        cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
+        print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
+        print("|---|---|" + "---|" * (len(cols) + 1))
+        for label, r in rows.items():
+            gap = r["C4 CE"] - rows["float"]["C4 CE"]
+            print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
+                "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
+                  + f" | {gap:+.4f} |")
+
+    def save(**extra):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps({"args": vars(args), "rows": rows, "timings": clock.marks,
+                                                     **extra}, indent=1))
+
+    if "3.6" not in quantized:  # no recovery LoRA / swap without the 3.6-bpw model
+        main_table()
+        print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
+        save()
+        return 0
 
     # recovery LoRA on the 3.6-bpw model (ours), and its control on the float model
     q36 = quantized["3.6"]
-    residual = {k: state[k] - q36[k] for k in names}
+    # every linear layer gets an adapter; with --top-layers the float ones have a zero residual, so a zero
+    # (and, with A = B = 0, frozen) adapter: the recovery acts on the palettized layers only
+    residual = {k: state[k] - q36[k] for k, v in state.items() if is_palettized(k, v)}
     rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
                              lr=args.lora_lr)
     ckpt.load_state_dict_(model, q36)
@@ -191,9 +282,12 @@ def main() -> int:
     rec_items = {t: score_items(lm, its)[0] for t, its in items.items()}
     lm_host.detach()
     ckpt.load_state_dict_(model, state)
+    control_steps = args.lora_steps if args.control_steps is None else args.control_steps
+    # with --control-steps 0 the float-model adapter gets 2 steps: only the swap check uses it
     control_adapter, chost, _ = train_recovery(model, lora_batches, RecoveryConfig(
-        lora=LoraConfig(rank=args.lora_rank, init="zero"), steps=args.lora_steps, batch=4, lr=args.lora_lr), log=None)
-    control = {name: mean_loss(model, batches) for name, batches in held.items()}
+        lora=LoraConfig(rank=args.lora_rank, init="zero"), steps=control_steps or 2, batch=4, lr=args.lora_lr),
+        log=None)
+    control = {name: mean_loss(model, batches) for name, batches in held.items()} if control_steps else {}
     chost.detach()
     clock.mark("control lora")
 
@@ -223,18 +317,7 @@ def main() -> int:
     again_b = logits()
     lm_host.detach()
 
-    print(f"\nSmolLM2-135M-Instruct (imported Q4_1 GGUF, dequantised = float); {len(names)} linear layers, "
-          f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
-          f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
-          f"{args.items} items each")
-    cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
-    print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
-    print("|---|---|" + "---|" * (len(cols) + 1))
-    for label, r in rows.items():
-        gap = r["C4 CE"] - rows["float"]["C4 CE"]
-        print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
-            "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
-              + f" | {gap:+.4f} |")
+    main_table()
     print(f"\nrecovery LoRA (rank {args.lora_rank}, SVD init, {args.lora_steps} steps x 4 windows, lr {args.lora_lr}) "
           f"on the 3.6-bpw model (ours):")
     print("| held-out text | float | 3.6 bpw | 3.6 bpw + LoRA | gap closed | float + same LoRA training (control) |")
@@ -242,7 +325,7 @@ def main() -> int:
     for name in held:
         f_, q_, a_ = rows["float"][f"{name} CE"], rows["3.6 ours"][f"{name} CE"], recovered[name]
         share = recovered_share(float_loss=f_, quant_loss=q_, adapted_loss=a_)
-        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control[name]:.4f} |")
+        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control.get(name, float('nan')):.4f} |")
     print("3.6 bpw + LoRA: " + ", ".join(f"{t} acc {m['acc']:.3f} acc_norm {m['acc_norm']:.3f}"
                                          for t, m in rec_items.items()))
     diff = lambda a, b: float((a - b).abs().max())  # noqa: E731
@@ -251,10 +334,7 @@ def main() -> int:
           f"{diff(again_base, base_logits):.2e}; the two adapters differ by {diff(first_a, first_b):.3f}; "
           f"one detach + attach {swap_s * 1e3:.0f} ms")
     print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps({"args": vars(args), "rows": rows, "recovered": recovered,
-                                                 "control": control, "lora_losses": losses,
-                                                 "timings": clock.marks}, indent=1))
+    save(recovered=recovered, control=control, lora_losses=losses)
     return 0
 
 
