@@ -224,6 +224,9 @@ def main() -> int:
                                       peer_lost=lost, config=REPO / "configs" / "web.yaml")
             e2e_compare.print_agreement(res)
             (work / "agreement.json").write_text(json.dumps(res, indent=1))
+    except SystemExit:   # a side failed: its log is in the work folder, which the message names
+        args.keep = True
+        raise
     finally:
         if args.work or args.keep:
             print(f"work folder kept: {work}")
