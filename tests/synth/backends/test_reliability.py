@@ -4,6 +4,7 @@ is one line, and a kill mid-batch keeps every answer already received. Each test
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pyarrow as pa
@@ -72,7 +73,17 @@ def test_a_damaged_cache_is_one_clear_line(tmp_path):
         load_backend("scripted", reply=lambda req, i: "x", cache_path=str(path))
 
 
-def test_a_kill_mid_batch_keeps_the_answers_already_received(tmp_path):
+@pytest.fixture
+def python_sigint():
+    """The kill below is `_thread.interrupt_main`, which does nothing unless Python's own handler is on
+    SIGINT; an earlier test in the same process (or a library it loaded) may have left another one there."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield before
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_kill_mid_batch_keeps_the_answers_already_received(tmp_path, python_sigint):
     cache = str(tmp_path / "llm.sqlite")
 
     def two_answers_in(timeout_s: float = 10.0) -> None:  # the kill comes after the client had both answers
@@ -84,6 +95,7 @@ def test_a_kill_mid_batch_keeps_the_answers_already_received(tmp_path):
         b = load_backend("openai", base_url=server.base_url, model="fake", concurrency=1, cache_path=cache)
         with pytest.raises(KeyboardInterrupt):
             b.generate(reqs(5))
+            pytest.fail(f"no KeyboardInterrupt; SIGINT's handler before this test: {python_sigint!r}")
         b.close()
     # before: the cache was written once, after the whole batch: the two answers were lost (and paid again)
     assert len(ResponseCache(cache)) == 2
