@@ -1,5 +1,5 @@
-"""The page-safety model of web_safety_v3: a linear model over word unigrams and bigrams and the word
-list's term counts, scored over ~100-word windows of a page; trained on real labelled text
+"""The page-safety model of web_safety_v3: a linear model over word unigrams and bigrams (optional: the
+shipped v4 has none) and the word list's term counts, scored over ~100-word windows of a page; trained on real labelled text
 (corpus/web/safety_train.py; the manifest beside the artifact names the data and the settings).
 
 A window's logit is
@@ -158,8 +158,10 @@ def ngram_ids(toks: list[str], model: PageModel) -> tuple[np.ndarray, np.ndarray
     """(row of each word in `uni` [n], row of each word pair in `bi` [n]): pair i is (i-1, i); position 0
     has none. One dict lookup per word; the pairs are found with numpy (sorted keys)."""
     get, unknown = model.words.get, model.unknown
-    uni = np.array([get(t, unknown) for t in toks], np.int64)
     none = len(model.pairs)
+    if not model.words:   # a model without n-gram weights (the shipped v4): every word is unknown
+        return np.zeros(len(toks), np.int64), np.full(len(toks), none, np.int64)
+    uni = np.array([get(t, unknown) for t in toks], np.int64)
     bi = np.full(len(toks), none, np.int64)
     if len(toks) > 1 and none:
         keys = uni[:-1] * (unknown + 1) + uni[1:]
