@@ -2,8 +2,9 @@
 XSumFaith, Polytope and the XSum hallucination annotations, ../shared/data/summarization or argv[1]).
 
 Scorers, all given one thread and the same pairs (every k-th pair of every dataset, `--pairs` in all):
-- ours: the entailment model with the shipped settings and the lexical first pass (sentences copied
-  word for word, or naming something the document lacks, are settled without the model);
+- ours: the shipped scorer (`score_summaries(method="nli")`): the entailment model with the shipped
+  settings, the lexical first pass (sentences copied word for word, or naming something the document
+  lacks, are settled without the model) and the shipped aggregator (fused with the lexical support score);
 - ours without the first pass (every summary sentence read by the model);
 - the lexical support score alone (the cheap first-pass scorer, the previous default);
 - MiniLM sentence alignment (the embedding baseline of `cidermill eval data entailment`).
@@ -30,6 +31,7 @@ import torch  # noqa: E402
 from evals.data.entailment import default_data, load_datasets, minilm_alignment  # noqa: E402
 from synth.summaries import aggregator, consistency, features  # noqa: E402
 from synth.summaries.consistency import ConsistencySettings, sentence_scores  # noqa: E402
+from synth.summaries.scoring import score_summaries  # noqa: E402
 from synth.summaries.entailment import load_scorer  # noqa: E402
 from synth.summaries.nli_model import load_shipped  # noqa: E402
 
@@ -62,8 +64,9 @@ def main() -> None:
 
     counts = {}
     runs = {}
+    # the whole shipped scorer: first pass, model, and the lexical support score the fused aggregator reads
     runs["ours (model + lexical first pass)"] = _timed(
-        lambda: counts.setdefault("ours", sentence_scores(docs, sums, settings, model=model)[2]))
+        lambda: counts.setdefault("ours", score_summaries(docs, sums, method="nli", model=model).counts))
     no_fp = ConsistencySettings(**{**settings.to_json(), "first_pass": False})
     runs["ours without the first pass"] = _timed(
         lambda: counts.setdefault("no_fp", sentence_scores(docs, sums, no_fp, model=model)[2]))

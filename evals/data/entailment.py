@@ -9,9 +9,9 @@ documents, so they form one group and are held out together.
 For every dataset, each scorer's threshold is calibrated on the *other* groups (by the mean of their
 datasets' balanced accuracies) and the table reports AUC and balanced accuracy on the held-out one;
 the mean row weights every dataset equally; nothing is pooled. Scorers: ours (the entailment
-cross-encoder read the SummaC way, synth/summaries/consistency.py, with the shipped aggregator; for the
-learned aggregator its weights are refitted without the held-out group too), the zero-shot mean and min
-aggregations of the same per-sentence scores, lexical (the support score, entailment.py), summary
+cross-encoder read the SummaC way, synth/summaries/consistency.py, with the shipped aggregator: `fused`,
+the average of the zero-shot mean and the lexical support score; for the learned aggregator its weights
+are refitted without the held-out group too), the other aggregations of the same per-sentence scores, lexical (the support score, entailment.py), summary
 length (the signal an old model leaned on), bigram coverage, "no extrinsic specific word" (1 when every
 number, rare word and capitalised name of the summary is in the document: a hallucination signal that
 holds across extractive and abstractive summaries, but blind to intrinsic errors), and MiniLM sentence
@@ -42,7 +42,7 @@ from evals.shared import shared_root
 from synth.summaries import aggregator
 from synth.summaries.consistency import ConsistencySettings, sentence_scores
 from synth.summaries.entailment import (MODEL_PATH, Labelled, auc, balanced_accuracy, calibrate_on_pairs, fit_scorer,
-                                        leave_one_dataset_out, load_scorer, save_scorer)
+                                        leave_one_dataset_out, save_scorer)
 from synth.summaries.nli_model import SHIPPED_DIR
 from synth.summaries.features import bigram_coverage, extrinsic_free, sentences, tokens
 
@@ -158,16 +158,18 @@ def nli_per_sentence(datasets: list[Labelled], settings: ConsistencySettings) ->
     return per, counts
 
 
-def write_consistency_model(datasets: list[Labelled], per: dict, kind: str, settings: ConsistencySettings,
-                            lodo: list[dict], folder: Path) -> aggregator.Aggregator:
+def write_consistency_model(datasets: list[Labelled], per: dict, support: dict, kind: str,
+                            settings: ConsistencySettings, lodo: list[dict], folder: Path) -> aggregator.Aggregator:
     agg = aggregator.Aggregator(kind, coef=[0.0] * len(aggregator.FEATURES)).fit(
-        [per[d.name] for d in datasets], [d.labels for d in datasets], [d.group for d in datasets])
+        [per[d.name] for d in datasets], [d.labels for d in datasets], [d.group for d in datasets],
+        [support[d.name] for d in datasets])
     agg.info = {"settings": settings.to_json(),
                 # the weights it was fitted on (the manifest itself changes when held-out figures are added)
                 "nli_weights_sha256": json.loads((SHIPPED_DIR / "manifest.json").read_text())["weights_sha256"],
                 "calibrated_on": [{"dataset": d.name, "group": d.group, "n": len(d.labels),
                                    "n_consistent": int(d.labels.sum())} for d in datasets],
-                "calibration": "weights (learned only): logistic regression, each dataset weighing the same and each "
+                "calibration": "fused: the mean of the zero-shot mean and the lexical support score; weights "
+                               "(learned only): logistic regression, each dataset weighing the same and each "
                                "label half within it; threshold: maximises the mean over dataset groups of balanced "
                                "accuracy",
                 "leave_one_dataset_out": lodo, "data_sha256": _data_sha256(folder),
@@ -179,21 +181,27 @@ def write_consistency_model(datasets: list[Labelled], per: dict, kind: str, sett
 def run(args) -> EvalReport:
     datasets = load_datasets(args.data)
     lexical, fitted = fit_scorer(datasets)
+    # the support score has no fitted weights (only its threshold is calibrated), so one scoring serves the
+    # lexical column and the fused aggregator in every fold
+    support = {d.name: np.asarray(lexical.score_pairs(d.documents, d.summaries), dtype=np.float64) for d in datasets}
     kind, settings = _shipped_consistency()
     kind = args.aggregator or kind
+    if args.write_model:
+        settings = ConsistencySettings()  # a rebuild takes the code's settings, not the old file's
     per, first_pass = nli_per_sentence(datasets, settings)
     names, groups, labels = [d.name for d in datasets], [d.group for d in datasets], [d.labels for d in datasets]
-    nli_lodo = {k: aggregator.leave_one_group_out(names, groups, [per[n] for n in names], labels, k)
+    nli_lodo = {k: aggregator.leave_one_group_out(names, groups, [per[n] for n in names], labels, k,
+                                                  [support[n] for n in names])
                 for k in aggregator.KINDS}
     if args.write_model:
         lexical.info["data_sha256"] = _data_sha256(Path(args.data))
         lexical.info["made_by"] = "cidermill eval data entailment --write-model --data <summarization folder>"
         save_scorer(lexical)
-        write_consistency_model(datasets, per, kind, settings, nli_lodo[kind], Path(args.data))
-    shipped, shipped_lexical = aggregator.load(), load_scorer()
+        write_consistency_model(datasets, per, support, kind, settings, nli_lodo[kind], Path(args.data))
+    shipped = aggregator.load()
     if shipped.kind != kind or shipped.info.get("settings") != settings.to_json():
         raise ValueError(f"{aggregator.MODEL_PATH} changed during the run; run the evaluation again")
-    scorers = {"lexical": lambda d: shipped_lexical.score_pairs(d.documents, d.summaries),
+    scorers = {"lexical": lambda d: support[d.name],
                "length": lambda d: -np.log1p([len(tokens(s)) for s in d.summaries]),  # shorter = more consistent
                "bigram_cov": lambda d: np.array([bigram_coverage(a, b) for a, b in zip(d.documents, d.summaries)]),
                "no_extrinsic": lambda d: np.array([extrinsic_free(a, b) for a, b in zip(d.documents, d.summaries)])}
@@ -203,7 +211,7 @@ def run(args) -> EvalReport:
     scores = {name: {d.name: np.asarray(fn(d), dtype=np.float64) for d in datasets} for name, fn in scorers.items()}
     lodo = {name: leave_one_dataset_out(datasets, lambda d, s=s: s[d.name]) for name, s in scores.items()}
     lodo = {"ours": nli_lodo[kind], **{f"nli_{k}": v for k, v in nli_lodo.items() if k != kind}, **lodo}
-    ours = {d.name: shipped.score(per[d.name]) for d in datasets}
+    ours = {d.name: shipped.score(per[d.name], support[d.name]) for d in datasets}
     rows = []
     for i, d in enumerate(datasets):
         row = {"held-out dataset": d.name, "n": len(d.labels), "n_consistent": int(d.labels.sum())}
@@ -214,7 +222,7 @@ def run(args) -> EvalReport:
         # SummaC's protocol: the threshold tuned on the same dataset (here out of fold, 5 folds by document), on
         # the scores of the aggregator fitted without it
         row["ours BA, own-set t (5-fold)"] = calibrate_on_pairs(
-            _lodo_scores(datasets, per, kind, d.name), d.labels, d.documents, folds=5,
+            _lodo_scores(datasets, per, support, kind, d.name), d.labels, d.documents, folds=5,
             shipped_threshold=shipped.threshold)["balanced_acc_cross_validated"]
         rows.append(row)
     mean = {"held-out dataset": "mean (equal weight per dataset)", "n": sum(r["n"] for r in rows),
@@ -230,7 +238,7 @@ def run(args) -> EvalReport:
     if extra.summaries != next(d for d in datasets if d.name == "polytope").summaries:
         raise ValueError(f"{args.data}: polytope.json changed while it was read; run the evaluation again")
     polytope_scores = {name: s["polytope"] for name, s in scores.items()}
-    polytope_scores["ours"] = _lodo_scores(datasets, per, kind, "polytope")
+    polytope_scores["ours"] = _lodo_scores(datasets, per, support, kind, "polytope")
     tables = {"leave one dataset out": rows,
               "first pass: summary sentences settled without the model": [
                   {"dataset": n, "sentences": sum(len(p) for p in per[n]), "copied": first_pass[n]["copied"],
@@ -257,13 +265,14 @@ def run(args) -> EvalReport:
     return report
 
 
-def _lodo_scores(datasets: list[Labelled], per: dict, kind: str, held: str) -> np.ndarray:
+def _lodo_scores(datasets: list[Labelled], per: dict, support: dict, kind: str, held: str) -> np.ndarray:
     """Scores of dataset `held` by the aggregator fitted without its group (as in the main table)."""
     group = next(d.group for d in datasets if d.name == held)
     train = [d for d in datasets if d.group != group]
     agg = aggregator.Aggregator(kind, coef=[0.0] * len(aggregator.FEATURES)).fit(
-        [per[d.name] for d in train], [d.labels for d in train], [d.group for d in train])
-    return agg.score(per[held])
+        [per[d.name] for d in train], [d.labels for d in train], [d.group for d in train],
+        [support[d.name] for d in train])
+    return agg.score(per[held], support[held])
 
 
 def heldout_table() -> list[dict]:

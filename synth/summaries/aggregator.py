@@ -1,7 +1,11 @@
 """From per-sentence entailment scores to one summary score, and the shipped decision threshold.
 
-Three aggregators of a summary's per-sentence best-window probabilities (consistency.py):
+Four aggregators of a summary's per-sentence best-window probabilities (consistency.py):
 - `mean` and `min`: SummaC's zero-shot aggregations, nothing fitted;
+- `fused` (shipped): the average of the zero-shot mean and the summary's lexical support score
+  (entailment.py), nothing fitted but the threshold. Held out, it beats both of its parts on mean
+  balanced accuracy (docs/synth.md): the two err on different summaries, and a fixed average has no
+  weights to learn the training datasets' style;
 - `learned`: a logistic regression over the mean, the minimum and the histogram of the sentences'
   scores (five equal bins of [0, 1], as shares of the summary's sentences), in the spirit of
   SummaC-Conv's learned layer over score histograms. Its eight numbers are fitted on development
@@ -22,7 +26,7 @@ import numpy as np
 from synth.summaries.entailment import auc, balanced_accuracy, calibrate, read_model_json, write_model_json
 
 MODEL_PATH = Path(__file__).with_name("consistency_model.json")
-KINDS = ("mean", "min", "learned")
+KINDS = ("mean", "min", "learned", "fused")
 BINS = np.linspace(0.0, 1.0, 6)
 FEATURES = ["mean", "min"] + [f"hist_{a:.1f}_{b:.1f}" for a, b in zip(BINS[:-1], BINS[1:])]
 L2 = 1.0  # ridge penalty on the weights (not the bias) of the learned aggregator
@@ -82,23 +86,37 @@ class Aggregator:
         if self.kind == "learned" and len(self.coef) != len(FEATURES):
             raise ValueError(f"learned aggregator needs {len(FEATURES)} weights ({FEATURES}); got {len(self.coef)}")
 
-    def score(self, per_sentence: list[np.ndarray]) -> np.ndarray:
+    @property
+    def needs_support(self) -> bool:
+        return self.kind == "fused"
+
+    def score(self, per_sentence: list[np.ndarray], support: np.ndarray | None = None) -> np.ndarray:
+        """One score per summary; `support` (the lexical support scores of the same summaries) is needed by
+        the `fused` kind only."""
+        if self.needs_support and (support is None or len(support) != len(per_sentence)):
+            raise ValueError(f"the fused aggregator needs the lexical support score of each of the "
+                             f"{len(per_sentence)} summaries; got {None if support is None else len(support)}")
         if not per_sentence:
             return np.zeros(0)
         x = features(per_sentence)
+        if self.kind == "fused":
+            return (x[:, 0] + np.asarray(support, dtype=np.float64)) / 2
         if self.kind == "mean":
             return x[:, 0]
         if self.kind == "min":
             return x[:, 1]
         return 1.0 / (1.0 + np.exp(-(x @ np.asarray(self.coef) + self.bias)))
 
-    def fit(self, per_sentence: list[list[np.ndarray]], labels: list[np.ndarray], groups: list[str]) -> "Aggregator":
-        """Fit the weights (learned only) and the threshold on these datasets; returns self."""
+    def fit(self, per_sentence: list[list[np.ndarray]], labels: list[np.ndarray], groups: list[str],
+            support: list[np.ndarray] | None = None) -> "Aggregator":
+        """Fit the weights (learned only) and the threshold on these datasets; returns self. `support`: per
+        dataset, the lexical support scores (fused only)."""
         if self.kind == "learned":
             x = np.vstack([features(p) for p in per_sentence])
             coef, self.bias = fit_logistic(x, np.concatenate(labels).astype(float), balanced_weights(labels))
             self.coef = [float(c) for c in coef]
-        self.threshold = calibrate([self.score(p) for p in per_sentence], labels, groups)
+        support = support if support is not None else [None] * len(per_sentence)
+        self.threshold = calibrate([self.score(p, s) for p, s in zip(per_sentence, support)], labels, groups)
         return self
 
     def to_json(self) -> dict:
@@ -115,15 +133,17 @@ class Aggregator:
 
 
 def leave_one_group_out(names: list[str], groups: list[str], per_sentence: list[list[np.ndarray]],
-                        labels: list[np.ndarray], kind: str) -> list[dict]:
+                        labels: list[np.ndarray], kind: str, support: list[np.ndarray] | None = None) -> list[dict]:
     """For each dataset: the aggregator (weights and threshold) fitted on the other groups, and its AUC and
-    balanced accuracy on this one."""
+    balanced accuracy on this one. `support`: per dataset, the lexical support scores (fused only)."""
+    support = support if support is not None else [None] * len(names)
     rows = []
     for k, (name, group) in enumerate(zip(names, groups)):
         train = [i for i, g in enumerate(groups) if g != group]
         agg = Aggregator(kind, coef=[0.0] * len(FEATURES)).fit(
-            [per_sentence[i] for i in train], [labels[i] for i in train], [groups[i] for i in train])
-        s, y = agg.score(per_sentence[k]), labels[k]
+            [per_sentence[i] for i in train], [labels[i] for i in train], [groups[i] for i in train],
+            [support[i] for i in train])
+        s, y = agg.score(per_sentence[k], support[k]), labels[k]
         rows.append({"dataset": name, "n": int(len(y)), "n_consistent": int(y.sum()), "auc": auc(y, s),
                      "threshold": agg.threshold, "balanced_acc": balanced_accuracy(y, (s >= agg.threshold).astype(int))})
     return rows

@@ -8,7 +8,9 @@ histogram (aggregator.py).
 
 The model does not read every window: a news document has 20-40 sentences, and one pair costs
 several milliseconds on a CPU core. The `candidates` windows sharing most content words with the
-sentence (specific words count double) are the ones where support can be; the rest are skipped.
+sentence (specific words count double) are the ones where support can be; the rest are skipped. One
+candidate is the default: held out it scores as well as three (docs/synth.md) at a third of the model
+calls.
 
 A lexical first pass settles some sentences with no model call (`first_pass`):
 - a sentence the document contains word for word is supported (score 1.0), as the model would say;
@@ -32,7 +34,7 @@ from synth.summaries.features import _STOP, extrinsic_words, is_specific, senten
 @dataclass(frozen=True, kw_only=True)
 class ConsistencySettings:
     window_sentences: int = 2
-    candidates: int = 3
+    candidates: int = 1
     first_pass: bool = True
     max_length: int = 160  # tokens of one (window, sentence) pair; the window is cut first
     batch_size: int = 32

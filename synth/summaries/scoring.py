@@ -37,14 +37,15 @@ def shipped_threshold(method: str) -> float:
     return aggregator.load().threshold
 
 
-def score_summaries(documents: list[str], summaries: list[str], *, method: str = "nli", model=None) -> Scored:
+def score_summaries(documents: list[str], summaries: list[str], *, method: str = "nli", model=None,
+                    support: np.ndarray | None = None) -> Scored:
     """Scores of (document, summary) pairs by `method`; `model` = (cross-encoder, tokenizer) to use instead
-    of the shipped one."""
+    of the shipped one; `support` = the pairs' lexical support scores when the caller has them already."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if method == "support":
-        from synth.summaries.entailment import load_scorer
+    from synth.summaries.entailment import load_scorer
 
+    if method == "support":
         scorer = load_scorer()
         return Scored(scorer.score_pairs(documents, summaries), scorer.threshold)
     from synth.summaries import aggregator
@@ -53,4 +54,6 @@ def score_summaries(documents: list[str], summaries: list[str], *, method: str =
     agg = aggregator.load()
     per_sentence, by_model, counts = sentence_scores(documents, summaries, ConsistencySettings(**agg.info["settings"]),
                                                      model=model)
-    return Scored(agg.score(per_sentence), agg.threshold, per_sentence, by_model, counts)
+    if agg.needs_support and support is None:
+        support = load_scorer().score_pairs(documents, summaries)
+    return Scored(agg.score(per_sentence, support), agg.threshold, per_sentence, by_model, counts)

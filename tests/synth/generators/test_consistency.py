@@ -84,6 +84,12 @@ def test_aggregator_features_and_kinds():
     assert x[1].tolist() == pytest.approx([0.5, 0.5, 0, 0, 1, 0, 0])  # 0.5 falls in [0.4, 0.6)
     assert Aggregator("mean", threshold=0.4).score(per).tolist() == pytest.approx([0.45, 0.5])
     assert Aggregator("min").score(per).tolist() == pytest.approx([0.05, 0.5])
+    # fused: the mean of the per-sentence scores averaged with each summary's lexical support score
+    assert Aggregator("fused").score(per, np.array([0.85, 0.1])).tolist() == pytest.approx([0.65, 0.3])
+    with pytest.raises(ValueError, match="needs the lexical support score of each of the 2 summaries; got None"):
+        Aggregator("fused").score(per)
+    with pytest.raises(ValueError, match="of each of the 2 summaries; got 1"):
+        Aggregator("fused").score(per, np.array([0.5]))
     with pytest.raises(ValueError, match="learned aggregator needs 7 weights"):
         Aggregator("learned", coef=[1.0])
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -122,6 +128,11 @@ def test_leave_one_group_out_holds_groups_together():
     rows = leave_one_group_out(["a", "b", "c"], ["g1", "g1", "g2"], per, labels, "mean")
     assert [r["dataset"] for r in rows] == ["a", "b", "c"]
     assert all(r["auc"] == 1.0 and r["balanced_acc"] == 1.0 for r in rows)
+    # fused reads each dataset's support scores; here support reverses the model's order, so the fused
+    # scores tie (0.5 and 0.5) and rank at chance
+    support = [np.array([0.1, 0.9])] * 3
+    rows = leave_one_group_out(["a", "b", "c"], ["g1", "g1", "g2"], per, labels, "fused", support)
+    assert all(r["auc"] == 0.5 for r in rows)
 
 
 def test_int8_packing_bounds_the_error():
@@ -183,8 +194,9 @@ def test_stage_scores_with_the_model_and_filters_at_its_threshold():
     assert res.table.column("summary").to_pylist() == [kept]
     assert set(EntailmentScore({"method": "nli"}).describe()["resources"]) == {
         "support_model", "consistency_model", "nli_weights", "nli_manifest"}
-    # the default is the lexical support score: no model, so no model resources
-    assert set(EntailmentScore({}).describe()["resources"]) == {"support_model"}
+    # the default is the model (fused with the support score); the lexical score alone needs no model
+    assert EntailmentScore({}).describe()["resources"] == EntailmentScore({"method": "nli"}).describe()["resources"]
+    assert set(EntailmentScore({"method": "support"}).describe()["resources"]) == {"support_model"}
 
 
 def test_model_reads_a_paraphrase_and_a_swap():
@@ -195,7 +207,11 @@ def test_model_reads_a_paraphrase_and_a_swap():
     scored = score_summaries([DOC, DOC], ["The council gave its approval to the budget on Tuesday.",
                                           "The council closed the museum in Lyon on Tuesday."])
     assert [m.tolist() for m in scored.by_model] == [[True], [True]]
-    assert scored.score[0] > scored.threshold > scored.score[1], scored.score
+    (paraphrase,), (swap,) = scored.per_sentence
+    assert paraphrase > 0.5 > swap, (paraphrase, swap)  # the model's own reading
+    # the fused score keeps the order, but the lexical half pulls the paraphrase (three words the payload
+    # lacks) below the threshold calibrated on news summaries: a known cost of fusing (docs/synth.md)
+    assert scored.threshold > scored.score[0] > scored.score[1], scored.score
 
 
 @pytest.mark.slow
