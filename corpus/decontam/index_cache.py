@@ -4,8 +4,8 @@ Building the index over every default benchmark (~42k items: reading the bundled
 sorting) costs ~2.4 CPU-s, the same in every run with the same benchmarks and settings. So the built index is
 kept as `<CIDERMILL_CACHE>/decontam-index/<key>.npz`, the key a sha256 of everything the index is made from:
 the benchmarks' names, in order, and the bytes of their data files; `min_n` and `max_n`; the source of the
-code that reads, cleans, tokenises and hashes them; and the polars and numpy versions (a token's hash is
-polars' hash, stable only within one polars version). Any change to those is another key, so a stale index is
+code that reads, cleans, tokenises and hashes them; and the polars, pyarrow and numpy versions (a token's hash
+is polars' hash, stable only within one polars version; pyarrow's Unicode functions simplify the text). Any change to those is another key, so a stale index is
 never read. A cache file that does not read back as a well-formed index of those benchmarks (truncated,
 overwritten, from another writer) is built again and replaced; a cache that cannot be written only costs the
 next run the build.
@@ -32,8 +32,10 @@ CODE = (_HERE / "benchmarks.py", _HERE / "index.py", _HERE.parent / "dedup" / "n
 
 def cache_key(names: list[str], folder: Path | None, *, min_n: int, max_n: int) -> str:
     import polars
+    import pyarrow
 
-    h = hashlib.sha256(f"decontam-index 1\0{min_n}\0{max_n}\0{polars.__version__}\0{np.__version__}\0".encode())
+    h = hashlib.sha256(f"decontam-index 1\0{min_n}\0{max_n}\0{polars.__version__}\0{pyarrow.__version__}\0"
+                       f"{np.__version__}\0".encode())
     for f in CODE:
         h.update(f.read_bytes())
     for name in names:
