@@ -145,15 +145,21 @@ def raw_items(name: str, folder: Path | None = None) -> Iterator[Item]:
 def data_info(name: str, folder: Path | None = None) -> dict:
     """Where a benchmark's items come from, their count and a sha256 of the data: recorded in the
     stage's description, so the run key changes when the data does."""
-    where = source(name, folder)
-    paths = [bundled_file(name)] if where == "bundled" else _paths(name, folder)
+    return {"source": source(name, folder), "items": sum(1 for _ in raw_items(name, folder)),
+            "sha256": data_sha256(name, folder)[:16]}
+
+
+@functools.lru_cache(maxsize=64)
+def data_sha256(name: str, folder: Path | None = None) -> str:
+    """sha256 of the files a benchmark's items are read from (names and bytes, in a fixed order)."""
+    paths = [bundled_file(name)] if source(name, folder) == "bundled" else _paths(name, folder)
     h = hashlib.sha256()
     for p in paths:
         for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
             if f.is_file():
                 h.update(f.name.encode())
                 h.update(f.read_bytes())
-    return {"source": where, "items": sum(1 for _ in raw_items(name, folder)), "sha256": h.hexdigest()[:16]}
+    return h.hexdigest()
 
 
 def load_items(name: str, folder: Path | None = None) -> list[Item]:

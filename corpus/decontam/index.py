@@ -111,8 +111,8 @@ class NgramIndex:
         return sum(len(h) for h in self.hashes)
 
     # ---- persistence: one npz (arrays), on the storage filesystem ------------------------
-    def save(self, where) -> "Location":
-        """Write the index to `where` (a storage Location or a path/URI); one atomic write."""
+    def to_bytes(self) -> bytes:
+        """The index as one `.npz` (what `save` writes and `from_bytes` reads)."""
         arrays = {"ns": self.ns, "seg_item": self.seg_item, "item_benchmark": self.item_benchmark,
                   "item_ids": np.array(self.item_ids, dtype=object), "benchmarks": np.array(self.benchmarks),
                   "segments": np.array(self.segments, dtype=object)}
@@ -120,19 +120,28 @@ class NgramIndex:
             arrays[f"h{n}"], arrays[f"s{n}"], arrays[f"p{n}"] = self.hashes[k], self.segment[k], self.start[k]
         buf = io.BytesIO()
         np.savez(buf, **arrays)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "NgramIndex":
+        z = np.load(io.BytesIO(data), allow_pickle=True)  # our own file, written by to_bytes()
+        ns = z["ns"]
+        return cls(ns, [z[f"h{n}"] for n in ns.tolist()], [z[f"s{n}"] for n in ns.tolist()],
+                   [z[f"p{n}"] for n in ns.tolist()], z["seg_item"], z["item_benchmark"],
+                   z["item_ids"].tolist(), z["benchmarks"].tolist(), z["segments"].tolist())
+
+    def save(self, where, data: bytes | None = None) -> "Location":
+        """Write the index (or `data`, its `to_bytes()` already made) to `where` (a storage Location or a
+        path/URI); one atomic write."""
         loc = as_location(where)
-        loc.write_bytes_atomic(buf.getvalue())
+        loc.write_bytes_atomic(self.to_bytes() if data is None else data)
         return loc
 
     @classmethod
     def load(cls, where) -> "NgramIndex":
         loc = as_location(where)
         require(loc, "decontaminate_v1 index")
-        z = np.load(io.BytesIO(loc.read_bytes()), allow_pickle=True)  # our own file, written by save()
-        ns = z["ns"]
-        return cls(ns, [z[f"h{n}"] for n in ns.tolist()], [z[f"s{n}"] for n in ns.tolist()],
-                   [z[f"p{n}"] for n in ns.tolist()], z["seg_item"], z["item_benchmark"],
-                   z["item_ids"].tolist(), z["benchmarks"].tolist(), z["segments"].tolist())
+        return cls.from_bytes(loc.read_bytes())
 
     # ---- search --------------------------------------------------------------------------
     def find(self, tokens: Tokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

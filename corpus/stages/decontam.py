@@ -34,6 +34,7 @@ from manifests.storage import Location
 from manifests.config import require
 from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
+from ..decontam.index_cache import cached_index
 from ..dedup.drops import check_columns, drop_lists_key
 from ..dedup.ngrams import tokenize
 from ..dedup.spill import as_location, iter_batches, load_arrays, read_table, save_arrays, write_table
@@ -63,12 +64,18 @@ class DecontamConfig:
         require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
 
 
-def build_index(cfg: DecontamConfig) -> NgramIndex:
+def build_index(cfg: DecontamConfig) -> tuple[NgramIndex, bytes]:
+    """(index, its `.npz` bytes); built once per benchmarks' data, settings and code, then read from
+    CIDERMILL_CACHE (corpus/decontam/index_cache.py)."""
     folder = benchmarks_dir(cfg.benchmarks_dir)
-    items = {name: load_items(name, folder) for name in cfg.benchmarks}
-    log.info("decontam benchmarks: %s", ", ".join(f"{n} ({len(v)} items, {src})" for (n, v), src in
-                                                   zip(items.items(), check_available(items, folder).values())))
-    return NgramIndex.build(items, min_n=cfg.min_n, max_n=cfg.max_n)
+
+    def build() -> NgramIndex:
+        items = {name: load_items(name, folder) for name in cfg.benchmarks}
+        log.info("decontam benchmarks: %s", ", ".join(f"{n} ({len(v)} items, {src})" for (n, v), src in
+                                                       zip(items.items(), check_available(items, folder).values())))
+        return NgramIndex.build(items, min_n=cfg.min_n, max_n=cfg.max_n)
+
+    return cached_index(list(cfg.benchmarks), folder, min_n=cfg.min_n, max_n=cfg.max_n, build=build)
 
 
 def _hits_file(outdir: Location, shard: int) -> Location:
@@ -156,8 +163,8 @@ class Decontaminate(GlobalStage):
         shards = [as_location(s) for s in shards]
         outdir = as_location(workdir).join("decontam")
         outdir.mkdir()
-        index = build_index(cfg)
-        saved = index.save(outdir.join("index.npz"))
+        index, data = build_index(cfg)
+        saved = index.save(outdir.join("index.npz"), data)
         log.info("decontam index: %d n-grams from %d items", index.n_ngrams, len(index.item_ids))
         shared = tasks.broadcast(index, saved=saved, load=NgramIndex.load)
         counts = tasks.map(partial(collisions_shard, cfg=cfg, index=shared, outdir=outdir), list(enumerate(shards)))

@@ -189,8 +189,9 @@ def block_texts(toks: list[str]) -> list[str]:
 def peer_probs(pages: list[list[str]]) -> list[np.ndarray]:
     """Per page, [n] the peer model's P(profane) of the block each word is in. alt-profanity-check (a
     scikit-learn model trained on ~200k labelled comments, in its PyPI package) is one more general signal;
-    it runs once per block over all pages at once, so its cost is one pass over the text."""
-    from profanity_check import predict_prob
+    it runs once per block over all pages at once, so its cost is one pass over the text. Its probabilities come
+    from corpus/web/peer_profanity.py: equal to the package's, without scikit-learn's import in every process."""
+    from .peer_profanity import predict_prob
 
     texts = [block_texts(t) for t in pages]
     flat = [b for bs in texts for b in bs]
