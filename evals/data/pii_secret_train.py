@@ -55,10 +55,13 @@ def build(files, rows):
         for c, feats in S.candidate_features(f.text, f.ext):
             if S.placeholder_reason(c.value(f.text)):
                 continue  # the detector skips placeholders before the model (secrets.find_model_secrets)
+            # public values and one-time codes stay in training (they teach what derived names look like);
+            # the detector skips them before the model, so they are never detected (skipped below)
+            skip = S.skip_reason(c, f.text) is not None
             # positive: the candidate is (mostly) the labelled value, not a longer string around it
             y = any(min(e, c.end) - max(s, c.start) >= 0.5 * max(e - s, c.end - c.start) for s, e in spans)
             w = 1.0 if (y or c.line in labelled.get(i, ())) else UNLABELLED_WEIGHT
-            data.append((i, c, feats, y, w))
+            data.append((i, c, feats, y, w, skip))
     return data
 
 
@@ -90,8 +93,8 @@ def detections(files, data, idx, weights, threshold):
 
     out = [[] for _ in files]
     for j in idx:
-        i, c, feats, _, _ = data[j]
-        if probability(feats, weights) >= threshold:
+        i, c, feats, _, _, skip = data[j]
+        if not skip and probability(feats, weights) >= threshold:
             out[i].append((c.start, c.end))
     return out
 
@@ -99,7 +102,7 @@ def detections(files, data, idx, weights, threshold):
 def scores_for(data, idx, weights):
     from corpus.pii.secret_model import probability
 
-    return {j: probability(data[j][2], weights) for j in idx}
+    return {j: 0.0 if data[j][5] else probability(data[j][2], weights) for j in idx}  # skipped: never hit
 
 
 def line_rates(files, rows, data, scores, file_ids, thresholds, providers):
