@@ -152,13 +152,13 @@ def skip_reason(c: Candidate, text: str) -> str | None:
     one ("password_hash"); a `scheme://` URL read as `name: //...` ("url"); its name says the value is public
     or one-way or encrypted ("derived") or a one-time code ("one_time_code"). None when it may be a credential."""
     value = text[c.start:c.end]
-    reason = placeholder_reason(value)
-    if reason:
-        return reason
     if (value.startswith("$") and _PASSWORD_HASH.match(value)) or \
             (text.find("$", max(0, c.start - 200), c.start) >= 0 and
              _IN_PASSWORD_HASH.search(text, max(0, c.start - 200), c.start)):
-        return "password_hash"
+        return "password_hash"  # before placeholder_reason, which reads a leading `$` as a template
+    reason = placeholder_reason(value)
+    if reason:
+        return reason
     if not c.quote and text[c.end:c.end + 1] == "(" and c.op in _BINDINGS:
         return "code"  # `token = raw_input(...)`: a call's result, not a literal (0 of 4,628 in the dev set)
     if value.startswith(DER_PUBLIC):
