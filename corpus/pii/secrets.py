@@ -8,8 +8,10 @@ Three families of evidence:
    counted.
 2. The credential model (secret_candidates.py -> secret_features.py -> secret_model.py): every value a
    line binds to a name, flag, URL, auth scheme or XML element, or that has a credential's shape, is
-   scored from its name words, value shape, binding and file type; values at or above the shipped
-   threshold are credentials. Trained and evaluated on CredData by held-out repository.
+   scored from its name words, value shape, binding, file type and context (secret_context.py); values at
+   or above the shipped threshold are credentials. Values that are not the secret by what they are (public
+   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls: `skip_reason`) are skipped and
+   counted first. Trained and evaluated on CredData by held-out repository.
 3. Emails (the one rule of text.py); test addresses (example.com/org/net, *.test, localhost) are
    skipped and counted.
 
