@@ -75,7 +75,7 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     # HTTP Basic credentials (RFC 7617): base64 of "user:password"
     ("basic_auth", r"B(?<!\wB)asic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
      "password"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:([^\s@/\"'<>#?\\]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:((?!\d{1,5}[#?\\])[^\s@/\"'<>]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
 ]]
 

@@ -59,13 +59,15 @@ def test_skipped_values_are_counted_and_credentials_beside_them_still_found():
     assert skipped["secret_skipped_password_hash"] >= 1
 
 
-def test_url_userinfo_cannot_hold_a_fragment_or_query():
-    """RFC 3986: `#`, `?` and `\\` end the authority, so `http://google.com:80#@evil.tld/` has no password."""
+def test_a_port_then_a_fragment_or_query_is_not_a_url_password():
+    """`http://google.com:80#@evil.tld/` (an SSRF note): `#`, `?` and `\\` end the authority (RFC 3986), so
+    `80` is a port; a password that merely holds `#` (written unencoded, as configs do) is still one."""
     for line in ("http://google.com:80#@www.whitelisteddomain.tld/\n", "http://google.com:80?@evil.tld/\n",
                  "http://127.1.1.1:80#\\@127.2.2.2:80/\n"):
         assert find_secrets(line)[0] == [], line
-    line = 'DB="postgres://app:Pa55-w0rd@db.internal:5432/app"\n'
-    assert [line[s.start:s.end] for s in find_secrets(line)[0]] == ["Pa55-w0rd"]
+    for line, value in (('DB="postgres://app:Pa55-w0rd@db.internal:5432/app"\n', "Pa55-w0rd"),
+                        ('u = "amqp://svc:maple746#@rabbit:5672/"\n', "maple746#")):
+        assert [line[s.start:s.end] for s in find_secrets(line)[0]] == [value]
 
 
 def test_neighbour_flags():
