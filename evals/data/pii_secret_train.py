@@ -5,7 +5,9 @@
 
 1. Candidates (corpus/pii/secret_candidates.py) of every file; a candidate is positive when it
    overlaps the value of a line CredData labels T, negative otherwise (F/X lines, the other values of
-   a T line, and lines nobody labelled).
+   a T line, and lines nobody labelled). Candidates the detector skips before its model (secrets.skip_reason:
+   public/hash/encrypted names, password hashes, one-time codes, URLs, calls) stay in training but are
+   scored 0, so they are never detected; placeholders are left out, as before.
 2. Group k-fold over repositories (5 groups, no repository in two): for each group, a logistic
    regression is fitted on the other four, its threshold chosen on those four alone (inner group
    folds: the lowest threshold whose false-hit rate on labelled F/X lines stays within the budget),
