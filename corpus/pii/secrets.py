@@ -8,8 +8,10 @@ Three families of evidence:
    counted.
 2. The credential model (secret_candidates.py -> secret_features.py -> secret_model.py): every value a
    line binds to a name, flag, URL, auth scheme or XML element, or that has a credential's shape, is
-   scored from its name words, value shape, binding and file type; values at or above the shipped
-   threshold are credentials. Trained and evaluated on CredData by held-out repository.
+   scored from its name words, value shape, binding, file type and context (secret_context.py); values at
+   or above the shipped threshold are credentials. Values that are not the secret by what they are (public
+   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls: `skip_reason`) are skipped and
+   counted first. Trained and evaluated on CredData by held-out repository.
 3. Emails (the one rule of text.py); test addresses (example.com/org/net, *.test, localhost) are
    skipped and counted.
 
@@ -24,7 +26,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .secret_candidates import Candidate, candidates
-from .secret_features import features, line_features, name_class, name_words
+from .secret_context import fence_starts, neighbour_flags, values_per_name
+from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
 from .secret_model import load, probability
 from .text import email_spans, is_test_email
 
@@ -72,7 +75,7 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     # HTTP Basic credentials (RFC 7617): base64 of "user:password"
     ("basic_auth", r"B(?<!\wB)asic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
      "password"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:([^\s@/\"'<>]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:((?!\d{1,5}[#?\\])[^\s@/\"'<>]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
 ]]
 
@@ -125,6 +128,54 @@ def placeholder_reason(value: str) -> str | None:
         return "placeholder"  # AWS's documented example keys
     if len(v) >= 4 and (v.lower() in "0123456789012345678" or v.lower() in "abcdefghijklmnopqrstuvwxyz"):
         return "placeholder"  # 123456, abcdef
+    return None
+
+
+# a value named for a public key, a hash, a digest or a fingerprint is shared by design or one-way, and an
+# encrypted or wrapped one is ciphertext, useless without its key: none is the secret itself (CredData dev set:
+# 1 of 314 public/hash-named candidates is labelled a credential, and 10 of 488 encrypted/wrapped-named ones, 8 of
+# them in one repository). A name that also says hmac, signing, secret or private names a key that signs or
+# hides something (HMAC_SHA256_SECRET, encrypted_private_key), so it stays.
+_KEEPS_SECRET = frozenset("hmac sign signing signature secret private priv".split())
+# a six- to eight-digit `token`/`otp`/`code`: a TOTP/HOTP one-time code (RFC 4226/6238), valid for seconds, e.g.
+# a test's expected code beside the seed that makes it; the seed is the credential
+_ONE_TIME_NAMES = frozenset("token otp totp hotp code passcode".split())
+# a crypt(3)/PHC password hash ($2b$12$..., $6$rounds=...$, $argon2id$v=19$...): the stored one-way form of a
+# password, which does not log anyone in (CredData dev set: 0 of 34 such candidates is a credential)
+_HASH_ID = r"\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|md5|sha1|argon2(?:id|i|d)|pbkdf2[\w\-]*|scrypt|bcrypt[\w\-]*)\$"
+_PASSWORD_HASH = re.compile(_HASH_ID)
+_BINDINGS = frozenset(("=", ":", ":=", "=>"))
+_PORT_PATH = re.compile(r"\d{1,5}(?:/|$)")
+_IN_PASSWORD_HASH = re.compile(_HASH_ID + r"[^\s\"'`]*$")  # the text before a field cut out of such a hash
+
+
+def skip_reason(c: Candidate, text: str) -> str | None:
+    """Why candidate c of text is never scored: placeholder_reason; the value is a password hash or a field of
+    one ("password_hash"); a `scheme://` URL read as `name: //...` ("url"); its name says the value is public
+    or one-way or encrypted ("derived") or a one-time code ("one_time_code"). None when it may be a credential."""
+    value = text[c.start:c.end]
+    if (value.startswith("$") and _PASSWORD_HASH.match(value)) or \
+            (text.find("$", max(0, c.start - 200), c.start) >= 0 and
+             _IN_PASSWORD_HASH.search(text, max(0, c.start - 200), c.start)):
+        return "password_hash"  # before placeholder_reason, which reads a leading `$` as a template
+    reason = placeholder_reason(value)
+    if reason:
+        return reason
+    if not c.quote and text[c.end:c.end + 1] == "(" and c.op in _BINDINGS:
+        return "code"  # `token = raw_input(...)`: a call's result, not a literal (0 of 4,628 in the dev set)
+    if value.startswith(DER_PUBLIC):
+        return "derived"  # an X.509 public key (SubjectPublicKeyInfo), named or not
+    if c.op == ":" and value.startswith("//"):
+        return "url"
+    if not c.name:
+        return None
+    words = name_words(c.name)
+    if c.op == ":" and _PORT_PATH.match(value) and name_class(words) not in ("password", "secret", "key"):
+        return "url"  # host:8080/path read as `host: 8080/path`
+    if not DERIVED_WORDS.isdisjoint(words) and _KEEPS_SECRET.isdisjoint(words):
+        return "derived"
+    if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
+        return "one_time_code"
     return None
 
 
@@ -181,6 +232,9 @@ def candidate_features(text: str, ext: str = "", skip=None):
     `skip(candidate)` is true comes as (candidate, None), before any feature is computed."""
     cands = candidates(text)
     per_line = Counter(c.line for c in cands)  # counted over all candidates, skipped ones included
+    n_values = values_per_name(text, cands) if cands else {}
+    group = EXT_GROUP.get(ext.lower(), "other")
+    fences = fence_starts(text) if cands and group == "doc" else None
     line_cache: dict[int, tuple] = {}
     for c in cands:
         if skip is not None and skip(c):
@@ -189,8 +243,10 @@ def candidate_features(text: str, ext: str = "", skip=None):
         if c.line not in line_cache:
             s = text.rfind("\n", 0, c.start) + 1
             e = text.find("\n", c.start)
-            line_cache[c.line] = line_features(text[s:len(text) if e < 0 else e])
-        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line])
+            e = len(text) if e < 0 else e
+            lw, flags = line_features(text[s:e])
+            line_cache[c.line] = (lw, flags + neighbour_flags(text, s, e, text[s:e], group, fences))
+        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line], n_values.get(c.name, 1))
 
 
 def _model_kind(c: Candidate, text: str) -> str:
@@ -211,8 +267,8 @@ def find_model_secrets(text: str, ext: str = "", kinds: frozenset[str] | None = 
     out = []
     reasons: dict[int, str] = {}
 
-    def placeholder(c: Candidate) -> bool:  # placeholders and labels: counted, never scored
-        reason = placeholder_reason(text[c.start:c.end])
+    def placeholder(c: Candidate) -> bool:  # placeholders, labels, public values, one-time codes: counted, never scored
+        reason = skip_reason(c, text)
         if reason:
             reasons[c.start] = reason
         return reason is not None

@@ -5,7 +5,9 @@
 
 1. Candidates (corpus/pii/secret_candidates.py) of every file; a candidate is positive when it
    overlaps the value of a line CredData labels T, negative otherwise (F/X lines, the other values of
-   a T line, and lines nobody labelled).
+   a T line, and lines nobody labelled). Candidates the detector skips before its model (secrets.skip_reason:
+   public/hash/encrypted names, password hashes, one-time codes, URLs, calls) stay in training but are
+   scored 0, so they are never detected; placeholders are left out, as before.
 2. Group k-fold over repositories (5 groups, no repository in two): for each group, a logistic
    regression is fitted on the other four, its threshold chosen on those four alone (inner group
    folds: the lowest threshold whose false-hit rate on labelled F/X lines stays within the budget),
@@ -55,10 +57,13 @@ def build(files, rows):
         for c, feats in S.candidate_features(f.text, f.ext):
             if S.placeholder_reason(c.value(f.text)):
                 continue  # the detector skips placeholders before the model (secrets.find_model_secrets)
+            # public values and one-time codes stay in training (they teach what derived names look like);
+            # the detector skips them before the model, so they are never detected (skipped below)
+            skip = S.skip_reason(c, f.text) is not None
             # positive: the candidate is (mostly) the labelled value, not a longer string around it
             y = any(min(e, c.end) - max(s, c.start) >= 0.5 * max(e - s, c.end - c.start) for s, e in spans)
             w = 1.0 if (y or c.line in labelled.get(i, ())) else UNLABELLED_WEIGHT
-            data.append((i, c, feats, y, w))
+            data.append((i, c, feats, y, w, skip))
     return data
 
 
@@ -90,8 +95,8 @@ def detections(files, data, idx, weights, threshold):
 
     out = [[] for _ in files]
     for j in idx:
-        i, c, feats, _, _ = data[j]
-        if probability(feats, weights) >= threshold:
+        i, c, feats, _, _, skip = data[j]
+        if not skip and probability(feats, weights) >= threshold:
             out[i].append((c.start, c.end))
     return out
 
@@ -99,7 +104,7 @@ def detections(files, data, idx, weights, threshold):
 def scores_for(data, idx, weights):
     from corpus.pii.secret_model import probability
 
-    return {j: probability(data[j][2], weights) for j in idx}
+    return {j: 0.0 if data[j][5] else probability(data[j][2], weights) for j in idx}  # skipped: never hit
 
 
 def line_rates(files, rows, data, scores, file_ids, thresholds, providers):

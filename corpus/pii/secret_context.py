@@ -1,0 +1,69 @@
+"""Context features of a credential candidate (secret_features.py): what the lines around it and the
+rest of the file say, beyond the candidate's own line.
+
+Issue 39's remaining false hits are values that look like credentials and sit where credentials are
+not kept: expected outputs of tests (`assertEquals("OAuth oauth_nonce=\"...\"", header)`, a table of
+six-digit `token:` fixtures next to `expect(...)`), commands shown in security notes
+(`PS> $pass = ConvertTo-SecureString '...'`), values bound many times to one name in one file. Each
+signal here is general (a word list or a line shape, never a file or repository); the model learns
+how much each one counts, by held-out repository (evals/data/pii_secret_train.py).
+
+Computed once per line that has a candidate (the caller caches them), and once per file for the
+name counts, so files and lines without a credential word cost nothing more.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+
+# an assertion or an expectation: the values on or near such a line are expected outputs (test vectors)
+_ASSERT = re.compile(r"(?=[aestvdi])\b(?:assert\w*|expect\w*|should\w*|to(?:be|equal)\w*|deep_?equal\w*|"
+                     r"verify\w*|test\w*|(?:it|describe)(?=\s*\())\b", re.I)
+# a hash or digest being computed or checked on the line: its operands are hashes, not stored secrets
+_HASH = re.compile(r"(?=[hdsmbacpk])(?:hash\w*|digest|sha\d*|md5|bcrypt|argon2\w*|scrypt|pbkdf2\w*|crypt\b|"
+                   r"checksum|compare\w*|kdf)", re.I)
+# a command shown with its shell prompt (docs, security notes): `$ cmd`, `PS> cmd`, `C:\> cmd`, `user@host$ cmd`
+_PROMPT = re.compile(r"^\s*(?:\$\s|PS[ >]|[A-Z]:\\[^>\n]{0,80}>|>>>\s|[\w.\-]+@[\w.\-]+(?::[^$#\n]{0,80})?[$#]\s)")
+_FENCE = re.compile(r"^\s*(?:```|~~~)", re.M)
+NEAR = 3  # lines either side that count as the candidate's neighbourhood
+
+
+def fence_starts(text: str) -> list[int]:
+    """Offsets of the fence lines of a Markdown file (``` or ~~~), in order."""
+    return [m.start() for m in _FENCE.finditer(text)]
+
+
+def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group: str,
+                    fences: list[int] | None) -> list[str]:
+    """Flags of the line at text[line_start:line_end] from itself and its NEAR neighbours on each side."""
+    out = []
+    if _ASSERT.search(line):
+        out.append("assert_line")
+    else:
+        lo = line_start
+        for _ in range(NEAR):
+            lo = text.rfind("\n", 0, max(0, lo - 1)) + 1
+        hi = line_end
+        for _ in range(NEAR):
+            nxt = text.find("\n", hi + 1)
+            hi = len(text) if nxt < 0 else nxt
+        if _ASSERT.search(text, lo, line_start) or _ASSERT.search(text, min(line_end, len(text)), hi):
+            out.append("near_assert")
+    if _HASH.search(line):
+        out.append("hash_line")
+    if _PROMPT.match(line):
+        out.append("prompt")
+    if group == "doc" and fences is not None:
+        out.append("doc_fenced" if bisect.bisect_right(fences, line_start) % 2 else "doc_prose")
+    return out
+
+
+def values_per_name(text: str, cands) -> dict[str, int]:
+    """How many distinct values each name is bound to in the file (a table of fixtures binds many)."""
+    seen: dict[str, set] = defaultdict(set)
+    for c in cands:
+        if c.name:
+            seen[c.name].add(text[c.start:c.end])
+    return {n: len(v) for n, v in seen.items()}
