@@ -1,8 +1,9 @@
 """Page safety: a page model learned from real labelled text, adult-domain lists and URL words as score
 columns (`safety__*`), then a filter that drops with a reason and JSON evidence (`drop_detail`) per row.
 
-- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v4.npz + manifest): P(unsafe)
-  of the page's worst ~100-word window (`safety__score`), that window (`safety__window_start/_end`, in
+- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v5.npz + manifest): the
+  geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~200 words around it
+  (`safety__score`), that window (`safety__window_start/_end`, in
   words) and its category (`safety__category`), from the word list's term counts, the LDNOOBW list's
   words and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its package). Trained on 12 human-labelled sources by
   corpus/web/safety_train.py; its held-out numbers are leave-one-source-out (`cidermill eval data safety`).
@@ -288,6 +289,9 @@ class WebSafetyFilter(Filter):
             out.update({"score": round(float(row["safety__score"]), 4), "threshold": round(self._max_score, 4),
                         "category": row["safety__category"], "window_words": [s, e],
                         "peer_probability": round(float(safety_page.peer_probs([toks])[0][s:e].mean()), 4)})
+            page = safety_page.score_tokens(toks, self._model, lex)  # the two parts of the score
+            out.update({"window_probability": round(page.window, 4), "context_probability": round(page.context, 4),
+                        "context_words": [page.context_start, page.context_end]})
             if self._model.words:  # a model with word n-grams: the window's words that weighed most
                 out["top_words"] = safety_page.top_words(toks, self._model, s, e)
         else:

@@ -1,5 +1,5 @@
 """The page-safety model of web_safety_v3: a linear model over word unigrams and bigrams (optional: the
-shipped v4 has none) and the word list's term counts, scored over ~100-word windows of a page; trained on real labelled text
+shipped model has none) and the word list's term counts, scored over ~100-word windows of a page; trained on real labelled text
 (corpus/web/safety_train.py; the manifest beside the artifact names the data and the settings).
 
 A window's logit is
@@ -15,8 +15,14 @@ over its n words (the page-safety tokens of corpus/web/safety_terms.py, so obfus
   it raised the therapy answers' scores, so the thresholds, and lowered recall);
 - peer: the mean over the window's words of alt-profanity-check's probability for the 50-word block
   each word is in (peer_probs), another general signal from a model trained on other data.
-The page's score is its worst window's P(unsafe); a page of up to WINDOW words is one window. A second
-head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
+The page's score is the geometric mean of its worst window's P(unsafe) and the P(unsafe) of the same model
+over the worst window's context: the CONTEXT words around it (the whole page when it is shorter). One
+window alone over-fires on long safe pages: a therapy answer or a clinical text has a ~100-word stretch the
+peer scores high, and the page's worst window is the maximum of many chances. Measured leave one source out
+(docs/web.md), the context lowers health false drops and, through the lower threshold it allows, raises
+every recall row. The context is bounded, so one bad section of a long web page is diluted at most
+CONTEXT / WINDOW times, not by the page's length. A page of up to WINDOW words is one window (and its own
+context). A second head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
 search for the word pairs, then prefix sums, so every window costs O(1) and no model library runs.
 """
 
@@ -32,9 +38,10 @@ import numpy as np
 
 from . import safety_terms
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v4.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v5.npz"
 WINDOW = 100  # words; training units are 50-150 words (corpus/web/safety_units.py)
 STRIDE = 50
+CONTEXT = 200  # words around the worst window scored as its context (module docstring)
 N_LEX = 2 * len(safety_terms.CATEGORIES) + 1  # (category, tier) term counts, then explicit terms of any category
 BLOCK = 50  # words per block the peer model (alt-profanity-check) scores
 _MODELS: dict[str, "PageModel"] = {}
@@ -93,10 +100,14 @@ class PageModel:
 
 @dataclass(frozen=True)
 class PageScore:
-    score: float  # worst window's P(unsafe)
+    score: float  # sqrt(window * context): the page's score (module docstring)
     start: int  # worst window, word positions [start, end)
     end: int
     category: str | None  # category head at the worst window (None for an empty page)
+    window: float = 0.0  # the worst window's P(unsafe)
+    context: float = 0.0  # P(unsafe) of the context [context_start, context_end) around it
+    context_start: int = 0
+    context_end: int = 0
 
 
 def save(path: Path, arrays: dict[str, np.ndarray], manifest: dict) -> str:
@@ -159,7 +170,7 @@ def ngram_ids(toks: list[str], model: PageModel) -> tuple[np.ndarray, np.ndarray
     has none. One dict lookup per word; the pairs are found with numpy (sorted keys)."""
     get, unknown = model.words.get, model.unknown
     none = len(model.pairs)
-    if not model.words:   # a model without n-gram weights (the shipped v4): every word is unknown
+    if not model.words:   # a model without n-gram weights (the shipped one): every word is unknown
         return np.zeros(len(toks), np.int64), np.full(len(toks), none, np.int64)
     uni = np.array([get(t, unknown) for t in toks], np.int64)
     bi = np.full(len(toks), none, np.int64)
@@ -249,11 +260,27 @@ def category_of(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np
     return model.categories[int(np.argmax(z))]
 
 
+def context_bounds(n: int, start: int, end: int, context: int = CONTEXT) -> tuple[int, int]:
+    """The `context` words centred on the window [start, end), moved inside the page [0, n); the whole
+    page when it is shorter."""
+    if n <= context:
+        return 0, n
+    lo = max(0, (start + end) // 2 - context // 2)
+    lo = min(lo, n - context)
+    return lo, lo + context
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(float(z), 50.0), -50.0)))
+
+
 def score_tokens(toks: list[str], model: PageModel, lex: safety_terms.Lexicon,
                  lexpos: np.ndarray | None = None, peer: np.ndarray | None = None) -> PageScore:
-    """The page's worst window; `lexpos` and `peer` (peer_probs) are computed here when not given."""
+    """The page's score from its worst window and that window's context; `lexpos` and `peer` (peer_probs)
+    are computed here when not given."""
     if not toks:
-        return PageScore(float(1.0 / (1.0 + math.exp(-model.intercept))), 0, 0, None)
+        p = _sigmoid(model.intercept)
+        return PageScore(p, 0, 0, None, p, p)
     ids = ngram_ids(toks, model)
     lexpos = lex_positions(toks, lex) if lexpos is None else lexpos
     peer = peer_probs([toks])[0] if peer is None else peer
@@ -261,8 +288,12 @@ def score_tokens(toks: list[str], model: PageModel, lex: safety_terms.Lexicon,
     z = window_logits(ids, lexpos, peer, model, bounds)
     worst = int(np.argmax(z))
     start, end = int(bounds[worst, 0]), int(bounds[worst, 1])
-    p = 1.0 / (1.0 + math.exp(-max(min(float(z[worst]), 50.0), -50.0)))
-    return PageScore(p, start, end, category_of(ids, lexpos, peer, model, start, end))
+    cs, ce = context_bounds(len(toks), start, end)
+    p_window = _sigmoid(z[worst])
+    p_context = p_window if (cs, ce) == (start, end) else \
+        _sigmoid(window_logits(ids, lexpos, peer, model, np.array([[cs, ce]], np.int64))[0])
+    return PageScore(math.sqrt(p_window * p_context), start, end, category_of(ids, lexpos, peer, model, start, end),
+                     p_window, p_context, cs, ce)
 
 
 def top_words(toks: list[str], model: PageModel, start: int, end: int, k: int = 5) -> list[str]:

@@ -1,6 +1,6 @@
 """Train the page-safety model of web_safety_v3 (corpus/web/safety_page.py) on real labelled rows:
 
-    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v4.npz]
+    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v5.npz]
 
 writes the weights (.npz) and the manifest (.json: the row files and their sha256, settings, the threshold
 and how it was chosen, the code that made it). The data folder is always given: product code never reads it.
@@ -250,7 +250,7 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
     model, info = train_on(Prepared.of(rows, toks).without(TRAIN_EXCLUDE), log)
     digests = safety_units.file_digests(data)
     manifest = {
-        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window, and its category",
+        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window and of its ~200-word context, and its category",
         "training_data": {"folder": "safety_real (../shared/data/safety_real on development machines)",
                           "files_sha256": {f: d for f, d in digests.items() if f.split(".")[0] in info["sources"]},
                           "not_trained_on": {f: d for f, d in digests.items() if f.split(".")[0] in TRAIN_EXCLUDE},
@@ -265,6 +265,8 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                      "context_terms": CONTEXT_TERMS, "scale": SCALE, "C": C, "solver": f"averaged SGD, log loss, {EPOCHS} epochs, seed 0", "min_sources": MIN_SOURCES, "min_units": MIN_UNITS,
                      "weights": "each (source, label) group the same total weight within its label",
                      "window_words": safety_page.WINDOW, "stride_words": safety_page.STRIDE,
+                     "context_words": safety_page.CONTEXT,
+                     "page_score": "sqrt(P(unsafe) of the worst window x P(unsafe) of the context_words around it)",
                      "ngrams": info["ngrams"], "category_head": list(model.categories),
                      "excluded_sources": list(TRAIN_EXCLUDE)},
         "threshold_rule": (f"lowest score that drops at most {BUDGET:.1%} of the news and health pages of the training "

@@ -122,8 +122,8 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
 
 def test_the_model_sees_the_worst_window_of_a_long_page():
     """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
-    it (0.94 against the threshold 0.889), and the evidence names a window over that paragraph; the
-    ordinary page alone is kept."""
+    it (window 0.94, its 200-word context 0.80, score 0.865 against the threshold 0.810), and the evidence
+    names a window over that paragraph; the ordinary page alone is kept."""
     page = c4_texts()[1]
     lex = safety_terms.load()
     head, tail = page[:len(page) // 2], page[len(page) // 2:]
@@ -136,6 +136,11 @@ def test_the_model_sees_the_worst_window_of_a_long_page():
     assert d["reason"] == "model_hate" and e - s == safety_page.WINDOW
     assert s < start + 54 and e > start  # the window overlaps the paragraph
     assert "kikes (hate, explicit)" in d["terms"]
+    # the score's two parts: that window and the 200 words around it (inside the 600-word page)
+    cs, ce = d["context_words"]
+    assert ce - cs == safety_page.CONTEXT and cs <= s < e <= ce
+    assert d["context_probability"] < d["window_probability"]
+    assert d["score"] == pytest.approx((d["window_probability"] * d["context_probability"]) ** 0.5, abs=2e-4)
 
 
 def test_filter_config_errors_are_clear(tmp_path):

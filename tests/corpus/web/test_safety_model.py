@@ -32,7 +32,7 @@ def test_window_logit_equals_a_plain_recomputation():
     lex_weight = np.arange(safety_page.N_LEX + 1, dtype=float) / 10
     weights = {"vermin": 2.0, "budget": -1.0, "the": 0.1, "are vermin": 1.5, "the budget": -0.25, "budget those": 3.0}
     model = _tiny_model(weights, lex_weight, -1.5)
-    text = ("the budget " * 60) + "those kikes are vermin, vermin I say " + ("the budget " * 40)
+    text = ("the budget " * 40) + "those kikes are vermin, vermin I say " + ("the budget " * 30)
     toks = safety_terms.tokens(text, lex)
     ids = safety_page.ngram_ids(toks, model)
     lexpos = safety_page.lex_positions(toks, lex)
@@ -41,7 +41,8 @@ def test_window_logit_equals_a_plain_recomputation():
     z = safety_page.window_logits(ids, lexpos, peer, model, bounds)
     found = safety_terms.hits(toks, lex)  # the list's terms: 'kikes' (hate, explicit) and hate phrases
     assert {(c, t) for _, c, t in found} == {(1, 0), (1, 1)}
-    for (s, e), got in zip(bounds.tolist(), z):
+
+    def expected_logit(s: int, e: int) -> float:
         window = toks[s:e]
         pairs = [f"{a} {b}" for a, b in zip(window, window[1:])]  # only pairs wholly inside the window
         expected = -1.5 + sum(weights.get(g, 0.0) for g in window + pairs) / len(window)
@@ -49,15 +50,59 @@ def test_window_logit_equals_a_plain_recomputation():
             count = sum(1 for p, c, t in found if s <= p < e and (c, t) == (cat, tier))
             expected += math.log1p(count) * lex_weight[2 * cat + tier]
         explicit = sum(1 for p, c, t in found if s <= p < e and t == 0)  # explicit terms of any category
-        expected += math.log1p(explicit) * lex_weight[-2] + float(np.mean(peer[s:e])) * lex_weight[-1]
-        assert got == pytest.approx(expected, abs=1e-9)
+        return expected + math.log1p(explicit) * lex_weight[-2] + float(np.mean(peer[s:e])) * lex_weight[-1]
+
+    for (s, e), got in zip(bounds.tolist(), z):
+        assert got == pytest.approx(expected_logit(s, e), abs=1e-9)
     page = safety_page.score_tokens(toks, model, lex, peer=peer)
     worst = int(np.argmax(z))
     assert (page.start, page.end) == tuple(bounds[worst])
-    assert page.score == pytest.approx(1 / (1 + math.exp(-z[worst])))
+    # the page (under CONTEXT words) is the worst window's context: the score is the geometric mean of both
+    assert (page.context_start, page.context_end) == (0, len(toks)) and len(toks) < safety_page.CONTEXT
+    p_window, p_page = 1 / (1 + math.exp(-z[worst])), 1 / (1 + math.exp(-expected_logit(0, len(toks))))
+    assert page.window == pytest.approx(p_window) and page.context == pytest.approx(p_page)
+    assert page.score == pytest.approx(math.sqrt(p_window * p_page)) and page.score < p_window
     assert page.category == "hate"  # the tiny category head's intercept favours it
     assert safety_page.top_words(toks, model, page.start, page.end) == ["budget those", "vermin", "are vermin", "the"]
     assert set(model.ngram_weights()) == set(weights)  # the artifact's form round-trips
+
+
+def test_context_is_the_200_words_around_the_worst_window_inside_the_page():
+    assert safety_page.CONTEXT == 200
+    assert safety_page.context_bounds(150, 0, 100) == (0, 150)  # a shorter page is its own context
+    assert safety_page.context_bounds(250, 100, 200) == (50, 250)
+    assert safety_page.context_bounds(1000, 500, 600) == (450, 650)
+    assert safety_page.context_bounds(1000, 0, 100) == (0, 200)
+    assert safety_page.context_bounds(1000, 900, 1000) == (800, 1000)
+    assert safety_page.context_bounds(100, 0, 100) == (0, 100)
+
+
+def test_one_bad_section_is_diluted_by_its_context_not_by_the_page_length():
+    """The same bad passage inside safe words scores the same on a page of 367 words and of 2,807: the
+    context is bounded. A page of one window is scored by that window alone."""
+    lex = safety_terms.load()
+    lex_weight = np.zeros(safety_page.N_LEX + 1)
+    lex_weight[-2] = 1.0  # explicit terms of any category: a count, the same in the window and its context
+    lex_weight[-1] = 8.0  # the peer: a mean over the words, diluted by a longer span
+    model = _tiny_model({}, lex_weight, -2.0)
+    bad = "you stupid fucking bitch you fucking cunt".split()
+    safe = ["the", "library", "budget", "meeting"]
+
+    def page(before: int, after: int) -> list[str]:
+        return safety_terms.tokens(" ".join(safe * before + bad + safe * after), lex)
+
+    peer = lambda toks: np.array([float(t not in safe) for t in toks])  # noqa: E731  (stand-in: 1 on the bad words)
+    short, long = page(40, 50), page(400, 300)
+    a = safety_page.score_tokens(short, model, lex, peer=peer(short))
+    b = safety_page.score_tokens(long, model, lex, peer=peer(long))
+    assert a.context_end - a.context_start == b.context_end - b.context_start == safety_page.CONTEXT
+    assert a.window == pytest.approx(b.window) and a.context == pytest.approx(b.context)
+    assert a.score == pytest.approx(b.score) and a.score == pytest.approx(math.sqrt(a.window * a.context))
+    assert a.context < a.window
+    alone = safety_terms.tokens(" ".join(bad + safe * 20), lex)
+    c = safety_page.score_tokens(alone, model, lex, peer=peer(alone))
+    assert (c.start, c.end, c.context_start, c.context_end) == (0, len(alone), 0, len(alone))
+    assert c.score == pytest.approx(c.window) == pytest.approx(c.context)
 
 
 def test_training_features_give_the_same_logit_as_the_scoring_path(monkeypatch):
