@@ -36,6 +36,20 @@ sys.path[:0] = [str(HERE), str(REPO)]
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+def _own_peak_mb() -> float:
+    """This process's peak resident size since it started. Not ru_maxrss: Linux carries the parent's resident
+    size across fork and exec into the child's ru_maxrss, so a child of a large parent (this script's parent
+    holds the input pages) would report the parent's size. VmHWM belongs to the exec'd image alone."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _side(args) -> None:
     """Child mode: run one pipeline, write its report as JSON."""
     t0 = time.perf_counter()
@@ -48,7 +62,7 @@ def _side(args) -> None:
 
         report = e2e_peer.run(args.warc_dir, args.run_dir, workers=args.workers, tasks=args.tasks)
     report["inner_wall_s"] = time.perf_counter() - t0
-    report["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report["driver_peak_mb"] = _own_peak_mb()
     Path(args.out).write_text(json.dumps(report, default=str))
 
 
