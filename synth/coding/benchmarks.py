@@ -15,6 +15,7 @@ from pathlib import Path
 
 from corpus.decontam.benchmarks import benchmarks_dir, bundled_file
 from manifests.errors import ConfigError
+from synth.sandbox.names import parse_source
 
 
 def humaneval_path(data: str | Path | None = None) -> Path:
@@ -115,7 +116,7 @@ def _inline_check(test: str, name: str) -> list[str] | None:
     """`check`'s asserts as top-level tests on `name`, when the parent can decide every one."""
     from synth.sandbox import direct, split_tests
 
-    tree = ast.parse(test)
+    tree = parse_source(test)
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
     others = [n for n in tree.body if n not in checks and not (isinstance(n, ast.Assign) and
                                                              [t.id for t in n.targets if isinstance(t, ast.Name)]
@@ -145,7 +146,7 @@ def _prelude(prompt: str) -> str:
     body; without a docstring the header gets `pass` (the stub replaces it anyway)."""
     for text in (prompt, prompt.rstrip() + "\n    pass\n"):
         try:
-            ast.parse(text)
+            parse_source(text)
             return text
         except SyntaxError:
             continue

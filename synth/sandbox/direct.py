@@ -21,6 +21,7 @@ import ast
 import math
 import operator
 
+from .names import parse_source
 from .wire import TooLarge
 
 VALUE = "__cidermill_value__"
@@ -79,7 +80,7 @@ def plan(steps: list[tuple[str, str]], stubs: list[str], prelude: str) -> list[P
 
 
 def _plan_one(src: str, stubs: set[str]) -> Plan | None:
-    tree = ast.parse(src)
+    tree = parse_source(src)
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
         return None
     test = tree.body[0].test

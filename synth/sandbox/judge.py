@@ -95,7 +95,7 @@ def split_tests(tests: str | list[str]) -> list[tuple[str, str]]:
     Raises ValueError (naming the test) when a test does not parse: tests are the caller's input."""
     if isinstance(tests, str):
         try:
-            tree = ast.parse(tests)
+            tree = names.parse_source(tests)
         except SyntaxError as exc:
             raise ValueError(f"tests do not parse: line {exc.lineno}: {exc.msg}") from None
         steps = []
@@ -341,7 +341,7 @@ def run_judgement(pool, slot: int, solution: str, tests: str | list[str], *, pre
     start = time.monotonic()
     steps = split_tests(tests)
     try:
-        ast.parse(solution)
+        names.parse_source(solution)
     except (SyntaxError, ValueError) as exc:   # nothing to run: every test fails, with the reason
         why = (f"the solution does not parse: {type(exc).__name__}: {getattr(exc, 'msg', exc)} "
                f"(line {getattr(exc, 'lineno', '?')})")
