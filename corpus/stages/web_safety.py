@@ -286,10 +286,11 @@ class WebSafetyFilter(Filter):
         toks = safety_terms.tokens(row.get("text") or "", lex)
         if reason.startswith("model_"):
             s, e = int(row["safety__window_start"]), int(row["safety__window_end"])
+            peer = safety_page.peer_probs([toks])[0]  # once: the evidence and the score's two parts share it
             out.update({"score": round(float(row["safety__score"]), 4), "threshold": round(self._max_score, 4),
                         "category": row["safety__category"], "window_words": [s, e],
-                        "peer_probability": round(float(safety_page.peer_probs([toks])[0][s:e].mean()), 4)})
-            page = safety_page.score_tokens(toks, self._model, lex)  # the two parts of the score
+                        "peer_probability": round(float(peer[s:e].mean()), 4)})
+            page = safety_page.score_tokens(toks, self._model, lex, peer=peer)  # the two parts of the score
             out.update({"window_probability": round(page.window, 4), "context_probability": round(page.context, 4),
                         "context_words": [page.context_start, page.context_end]})
             if self._model.words:  # a model with word n-grams: the window's words that weighed most
