@@ -51,7 +51,10 @@ _FLAG = re.compile(r"(?:^|\s)(?=[-isupac#\\])(?P<name>--?[A-Za-z][\w\-]{0,30}|id
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
 # a line can hold a _FLAG match only if it holds one of these (lower case)
 _FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
-_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>(?!\d{1,5}[#?\\])[^\s@/\"'<>]{1,128})@"
+# a URL's "password" that is a port followed by #, ? or \ (`http://host:80#@evil/`, a parser-confusion trick in
+# security notes) is not a password; shared with secrets.py's url_credentials pattern
+NOT_A_PORT = r"(?!\d{1,5}[#?\\])"
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>" + NOT_A_PORT + r"[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
 _AUTH = re.compile(r"(?=[btdoaks])\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .secret_candidates import Candidate, candidates
+from .secret_candidates import NOT_A_PORT, Candidate, candidates
 from .secret_context import fence_starts, neighbour_flags, values_per_name
 from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
 from .secret_model import load, probability
@@ -75,7 +75,8 @@ PROVIDER_PATTERNS: list[tuple[str, re.Pattern, int, str]] = [(k, re.compile(p), 
     # HTTP Basic credentials (RFC 7617): base64 of "user:password"
     ("basic_auth", r"B(?<!\wB)asic\s+((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])", 1,
      "password"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:((?!\d{1,5}[#?\\])[^\s@/\"'<>]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
+    ("url_credentials", r"\b[a-z][a-z0-9+.\-]{1,20}+://[^\s:/@\"'<>]{0,64}+:(" + NOT_A_PORT +
+     r"[^\s@/\"'<>]{3,128}+)@[A-Za-z0-9.\-\[%${<]",
      1, "password"),
 ]]
 
