@@ -37,32 +37,57 @@ def kmeans_pp_init(x: torch.Tensor, k: int, *, generator: torch.Generator, trial
 def kmeans(x: torch.Tensor, k: int, *, seed: int = 0, iters: int = 50, weights: torch.Tensor | None = None,
            chunk: int = 256, trials: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means of each row of `x` [G, N] into `k` centres. Returns (centres [G, k] sorted ascending,
-    indices [G, N] int64). `weights` [G, N] (optional, >= 0): weighted k-means (e.g. by calibration
-    activations). Deterministic for a given seed. A centre that loses all its points keeps its value."""
+    indices [G, N] int64: each point's nearest centre). `weights` [G, N] (optional, >= 0): weighted k-means
+    (e.g. by calibration activations). Deterministic for a given seed. A centre that loses all its points
+    keeps its value.
+
+    Lloyd's steps run on the sorted points: in one dimension the points nearest each of the sorted centres
+    are a contiguous run between the midpoints of neighbouring centres, so an assignment is k - 1 binary
+    searches and an update is two lookups into prefix sums of w and w·x. After one O(N log N) sort per row,
+    an iteration costs O(k log N) instead of the O(N·k) of scoring every point against every centre."""
     x = x.detach().float()
     gen = torch.Generator().manual_seed(seed)
     out_c, out_i = [], []
     for start in range(0, x.shape[0], chunk):
         xs = x[start:start + chunk]
-        ws = None if weights is None else weights[start:start + chunk].float()
-        c = kmeans_pp_init(xs, k, generator=gen, trials=trials)
-        idx = None
-        for _ in range(iters):
-            new = (xs[:, :, None] - c[:, None, :]).abs().argmin(-1)
-            if idx is not None and torch.equal(new, idx):
-                break
-            idx = new
-            onehot = torch.nn.functional.one_hot(idx, k).float()  # [g, N, k]
-            if ws is not None:
-                onehot = onehot * ws[:, :, None]
-            mass = onehot.sum(1)
-            total = torch.einsum("gn,gnk->gk", xs, onehot)
-            c = torch.where(mass > 0, total / mass.clamp(min=1e-30), c)
-        c, order = c.sort(1)
-        rank = order.argsort(1)  # old centre id -> its position after sorting
+        c = kmeans_pp_init(xs, k, generator=gen, trials=trials).sort(1).values
+        c = _lloyd_sorted(xs, c, None if weights is None else weights[start:start + chunk].float(), iters)
         out_c.append(c)
-        out_i.append(rank.gather(1, idx))
+        out_i.append(_nearest(xs, c))
     return torch.cat(out_c), torch.cat(out_i)
+
+
+def _lloyd_sorted(xs: torch.Tensor, c: torch.Tensor, ws: torch.Tensor | None, iters: int) -> torch.Tensor:
+    """Lloyd iterations from sorted centres `c` [g, k]; stops when no run boundary moves. Returns sorted
+    centres. Prefix sums are float64 so that a difference of two long sums keeps fp32 precision."""
+    xsorted, order = xs.sort(1)
+    w = torch.ones_like(xs, dtype=torch.float64) if ws is None else ws.gather(1, order).double()
+    zero = torch.zeros(xs.shape[0], 1, dtype=torch.float64)
+    cum_w = torch.cat([zero, w.cumsum(1)], 1)  # [g, N + 1]
+    cum_wx = torch.cat([zero, (w * xsorted.double()).cumsum(1)], 1)
+    n = xs.shape[1]
+    edges = None
+    for _ in range(iters):
+        # a point exactly halfway goes to the lower centre, as argmin's first-index rule would send it
+        mids = (c[:, :-1] + c[:, 1:]) / 2
+        inner = torch.searchsorted(xsorted, mids.contiguous(), right=True)  # [g, k - 1]
+        new = torch.cat([torch.zeros_like(inner[:, :1]), inner, torch.full_like(inner[:, :1], n)], 1)
+        if edges is not None and torch.equal(new, edges):
+            break
+        edges = new
+        mass = cum_w.gather(1, edges[:, 1:]) - cum_w.gather(1, edges[:, :-1])
+        total = cum_wx.gather(1, edges[:, 1:]) - cum_wx.gather(1, edges[:, :-1])
+        c = torch.where(mass > 0, (total / mass.clamp(min=1e-300)).float(), c).sort(1).values
+    return c
+
+
+def _nearest(xs: torch.Tensor, c: torch.Tensor, budget: int = 1 << 24) -> torch.Tensor:
+    """Index of each point's nearest centre (the first on a tie), scored directly against every centre so
+    that the stored indices agree with the stored table to the last bit. Chunked to ~`budget` floats."""
+    g, n = xs.shape
+    step = max(1, budget // max(1, n * c.shape[1]))
+    return torch.cat([(xs[i:i + step, :, None] - c[i:i + step, None, :]).abs().argmin(-1)
+                      for i in range(0, g, step)])
 
 
 def pack(indices: np.ndarray, bits: int) -> np.ndarray:
