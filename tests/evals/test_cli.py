@@ -9,6 +9,7 @@ from manifests.main import main
 
 
 @pytest.mark.parametrize("argv", [["eval", "data", "entailment", "--help"], ["eval", "data", "safety", "--help"],
+                                  ["eval", "data", "entailment_style", "--help"],
                                   ["eval", "model", "--help"]])
 def test_eval_commands_parse(argv, capsys):
     with pytest.raises(SystemExit) as exc:
