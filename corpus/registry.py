@@ -51,13 +51,17 @@ def _load_all() -> None:
     for pkg_name in STAGE_PACKAGES:
         pkg = importlib.import_module(pkg_name)  # a stage package that does not import is an error
         for info in pkgutil.iter_modules(pkg.__path__):
-            module = f"{pkg_name}.{info.name}"
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if not _optional_dependency(exc):
-                    raise
-                _IMPORT_FAILURES[module] = str(exc)
+            _import_stage_module(f"{pkg_name}.{info.name}")
+
+
+def _import_stage_module(module: str) -> None:
+    """Import one stage module; a missing optional third-party package is remembered, anything else raised."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if not _optional_dependency(exc):
+            raise
+        _IMPORT_FAILURES[module] = str(exc)
 
 
 def _defined_in() -> dict[str, list[str]]:
@@ -78,14 +82,9 @@ def _defined_in() -> dict[str, list[str]]:
 
 
 def _import_defining(name: str) -> None:
-    """Import the modules whose source names stage `name` (errors as in `_load_all`)."""
+    """Import the modules whose source names stage `name`."""
     for module in _defined_in().get(name, ()):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if not _optional_dependency(exc):
-                raise
-            _IMPORT_FAILURES[module] = str(exc)
+        _import_stage_module(module)
 
 
 def _optional_dependency(exc: ModuleNotFoundError) -> bool:
