@@ -149,6 +149,8 @@ def parse_blocks(minimal_html: str, rules: BlockRules = BlockRules(), *, lines: 
 
 
 def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> float:
+    if "<a" not in raw:  # no link (most blocks): skip the regex scan
+        return 0.0
     link_chars = sum(weighted_chars(_clean(inner)) for attrs, inner in _LINK.findall(raw)
                      if not (heading and rules.anchor_headings and _IN_PAGE_HREF.search(attrs)))
     return min(1.0, link_chars / weighted_chars(text))
@@ -156,6 +158,8 @@ def _link_density(raw: str, text: str, heading: bool, rules: BlockRules) -> floa
 
 def weighted_chars(text: str) -> int:
     """Length in characters, ideographs and kana x3 (about a word each, as three Latin characters are)."""
+    if text.isascii():  # no ideograph or kana to count (most text): skip the regex scan
+        return len(text)
     return len(text) + 2 * len(_WIDE.findall(text))
 
 
@@ -166,7 +170,9 @@ def _clean_pre(fragment: str) -> str:
 
 
 def _clean(fragment: str) -> str:
-    text = html_lib.unescape(_TAG.sub("", fragment))
+    text = html_lib.unescape(_TAG.sub("", fragment) if "<" in fragment else fragment)
+    if "\n" not in text:  # one line (most blocks): the same steps without the per-line loop
+        return _SPACES.sub(" ", text).strip()
     lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
     return "\n".join(line for line in lines if line)
 

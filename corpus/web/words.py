@@ -42,24 +42,51 @@ def nlp():
 
 
 def import_spacy():
-    """spaCy, imported without torch unless torch is already imported.
+    """spaCy, imported without torch (unless torch is already imported) and without its command line.
 
     spaCy's machine-learning library (thinc) imports torch when it is installed, to offer torch models;
     the tokenizer and sentencizer used here never touch it, and torch's import costs 1.2 CPU-s per process
     (6 s of wall time on a loaded machine). While spaCy imports, `import torch` raises ImportError, so
-    thinc records that it has no torch; torch can still be imported normally afterwards."""
+    thinc records that it has no torch; torch can still be imported normally afterwards.
+
+    spaCy's `__init__` also imports `spacy.cli.info` for its `spacy.info` function, which pulls in the whole
+    command line (model download over requests and httpx, weasel, typer): about half of spaCy's import time
+    (~0.4 CPU-s), none of it used by a tokenizer. While spaCy imports, `spacy.cli.info` is a stand-in whose
+    `info` imports the real one when called; the stand-in is removed afterwards, so `import spacy.cli` still
+    gets the real command line."""
     if "spacy" in sys.modules and "spacy.lang.en" in sys.modules:
         return sys.modules["spacy"]
     hide = "torch" not in sys.modules
     if hide:
         sys.modules["torch"] = None  # type: ignore[assignment]  # import torch -> ImportError
+    stub = "spacy.cli.info" not in sys.modules and "spacy" not in sys.modules
+    if stub:
+        sys.modules["spacy.cli.info"] = _cli_info_stand_in()
     try:
         import spacy
         import spacy.lang.en  # noqa: F401
     finally:
         if hide and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
+        if stub and getattr(sys.modules.get("spacy.cli.info"), "_cidermill_stand_in", False):
+            del sys.modules["spacy.cli.info"]
     return spacy
+
+
+def _cli_info_stand_in():
+    """A module with spaCy's `info` function, which imports the real one (and spaCy's CLI) on first call."""
+    import types
+
+    module = types.ModuleType("spacy.cli.info")
+    module._cidermill_stand_in = True  # type: ignore[attr-defined]
+
+    def info(*args, **kwargs):
+        from spacy.cli.info import info as real
+
+        return real(*args, **kwargs)
+
+    module.info = info  # type: ignore[attr-defined]
+    return module
 
 
 def _special_cases() -> frozenset[str]:

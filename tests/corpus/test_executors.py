@@ -166,3 +166,22 @@ def test_pool_workers_see_the_environment_of_the_run_not_of_the_forkserver(monke
     assert tasks.map(os.getenv, ["CIDERMILL_TEST_LATE_VAR"] * 2) == ["set-after-the-forkserver"] * 2
     monkeypatch.delenv("CIDERMILL_TEST_LATE_VAR")
     assert tasks.map(os.getenv, ["CIDERMILL_TEST_LATE_VAR"] * 2) == [None, None]
+
+
+def test_a_broadcast_value_is_used_as_it_is_in_the_driver_and_loaded_once_in_each_worker(tmp_path):
+    """corpus/executors/local.py: a one-worker run's tasks (in the driver) get the value the build holds, not a
+    reload of its saved copy; pool workers load the saved copy; the value itself is never pickled."""
+    import pickle
+    from operator import attrgetter, methodcaller
+
+    from corpus.executors.local import LocalTaskMap
+    from corpus.dedup.spill import as_location
+    from corpus.stage import StoredShared
+
+    saved = as_location(str(tmp_path / "index.npz"))
+    shared = LocalTaskMap(2).broadcast(["in", "memory"], saved=saved, load=attrgetter("uri"))
+    assert shared.get() == ["in", "memory"]
+    assert LocalTaskMap(1).map(methodcaller("get"), [shared, shared]) == [["in", "memory"]] * 2
+    assert LocalTaskMap(2).map(methodcaller("get"), [shared, shared]) == [saved.uri] * 2
+    copy = pickle.loads(pickle.dumps(shared))
+    assert type(copy) is StoredShared and copy.location == saved and "memory" not in repr(pickle.dumps(shared))

@@ -106,6 +106,30 @@ def test_a_stage_module_that_fails_to_import_is_an_error_unless_an_extra_is_miss
     monkeypatch.setattr(registry, "_loaded", False)  # the next lookup loads everything for real
 
 
+LAZY = """
+import sys
+from corpus.registry import all_stages, stage_class
+from corpus.stages.web_extract import WebExtract
+print(stage_class("web_extract_v1") is WebExtract, "synth.stages.sft_judge" in sys.modules,
+      "corpus.stages.math_qa" in sys.modules)
+try:
+    stage_class("web_extract_v9")
+except Exception as exc:
+    print(type(exc).__name__, "did you mean 'web_extract_v1'" in str(exc))
+print(len(all_stages()) > 50, "synth.stages.sft_judge" in sys.modules)
+"""
+
+
+def test_a_lookup_imports_only_the_module_that_defines_the_stage():
+    """corpus/registry.py: one stage's lookup does not import every stage module; an unknown name still
+    loads them all and suggests the closest, and `all_stages` still lists every stage."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:3] == ["True False False", "ConfigError True", "True True"]
+
+
 def test_threshold_filters_share_one_rule_and_keep_their_decisions():
     """The generic ThresholdFilter: below the threshold drops with the stage's reason; nulls as it says.
     The reasons are what the hand-written filters gave (the reference is written out here, per row)."""

@@ -60,3 +60,19 @@ def test_a_chinese_article_in_gbk_keeps_its_lead_and_paragraphs_and_drops_menus_
     # the lead sentence (it ends in 。) stays; the heading that repeats the title, the menu, the list of
     # times and the copyright line go
     assert got.text == "\n".join(["本报讯。", *paras])
+
+
+@pytest.mark.parametrize("raw, text, chars, density", [
+    # one line, no link: spaces collapsed, entities decoded, outer space stripped
+    ("<p>  Fish &amp; chips\t are   ready </p>", "Fish & chips are ready", 22, 0.0),
+    # several lines: each collapsed and stripped, blank ones left out
+    ("<p>a  b\n  c </p>", "a b\nc", 5, 0.0),
+    # ideographs and kana weigh three characters each, Latin letters one
+    ("<p>漢字かなabc</p>", "漢字かなabc", 4 * 3 + 3, 0.0),
+    # link text over all text, ideographs weighted the same way
+    ('<p>see <a href="/x">漢字</a></p>', "see 漢字", 4 + 6, 6 / 10),
+    ('<p><a href="/x">all link</a></p>', "all link", 8, 1.0),
+])
+def test_block_text_length_and_link_density_by_hand(raw, text, chars, density):
+    [block] = main_blocks(raw, BlockRules(skip_class_words=()))[2]
+    assert (block.text, block.chars, block.link_density) == (text, chars, pytest.approx(density))
