@@ -27,12 +27,14 @@ MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows 
 MAX_WINDOWS = 2000  # at most this many windows per line (bounded work on pathological lines)
 
 # A line worth reading: credential words (lower-cased text), URL credentials, auth schemes, long tokens.
-# One compiled pattern, written as a trie behind a lookahead on the first letters, so the scan tests one
-# character class per position instead of trying 30 alternatives (about 2.5x faster on CredData's files).
+# One compiled pattern whose alternatives all start with a literal letter (a word boundary before one is
+# checked after it, `p(?<!\wp)` for `\bp`): the regex engine then skips, in C, every character that starts
+# none of them, instead of entering the pattern at each position (1.8x faster on CredData's files than the
+# former lookahead on the first letters, which kept the engine from that skip; same matches).
 _LINE_CUE = re.compile(
-    r"(?=[pstkanoclbhi:_\-])(?:p(?:ass|wd)|s(?:e(?:cret|ssion|ed)|alt|ignature)|token|key|auth(?!or)|nonce|otp|"
+    r"p(?:ass|wd)|s(?:e(?:cret|ssion|ed)|alt|ignature)|token|key|auth(?!or)|nonce|otp|"
     r"c(?:red|ookie|ipher|rypt|lient_?id)|login|hmac|b(?:earer|asic )|identified by|"
-    r"://[^\s/:@]{0,64}:[^\s/@]{1,128}@|app_?id|-(?:u |-user)|\bp(?:w|in)\b|_pw\b|\bapi)")
+    r"://[^\s/:@]{0,64}:[^\s/@]{1,128}@|app_?id|-(?:u |-user)|p(?<!\wp)(?:w|in)\b|_pw\b|a(?<!\wa)pi")
 _LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}")  # a run tried from its start only
 
 _NAME = r"[A-Za-z_$@][\w.\-$@\[\]]{0,80}"

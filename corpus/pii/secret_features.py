@@ -172,7 +172,9 @@ def _sequential(v: str) -> bool:
     return 2 * total >= len(v)
 
 
-def value_shape(v: str) -> list[str]:
+@lru_cache(maxsize=16384)
+def value_shape(v: str) -> tuple[str, ...]:
+    """Shape features of a value (cached: a file binds one value to many names, and many files share values)."""
     out = []
     n = len(v)
     chars = set(v)
@@ -234,7 +236,13 @@ def value_shape(v: str) -> list[str]:
         out.append("escaped_newline")
     if "$" in v and _DOLLAR_FIELDS.search(v):
         out.append("dollar_fields")  # crypt(3)/PHC hash strings: $6$rounds=...$salt$hash, $argon2id$v=19$...
-    return out
+    return tuple(out)
+
+
+def clear_caches() -> None:
+    """Empty the name and value caches (a benchmark's repeat starts cold, like a fresh process)."""
+    for cached in (name_words, _name_part, value_shape):
+        cached.cache_clear()
 
 
 def line_features(line: str) -> tuple[frozenset, list[str]]:
