@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows around credential words
 MAX_WINDOWS = 2000  # at most this many windows per line (bounded work on pathological lines)
@@ -127,6 +128,12 @@ def _classes(value: str) -> tuple[bool, bool, bool]:
     return not chars.isdisjoint(_LOWER), not chars.isdisjoint(_UPPER), not chars.isdisjoint(_DIGITS)
 
 
+@lru_cache(maxsize=16384)
+def cred_name(name: str) -> bool:
+    """The name holds a credential word (cached: a file binds many values to few names)."""
+    return _CRED_WORD.search(name) is not None
+
+
 def worth_scoring(value: str, name: str, op: str) -> bool:
     """The cheap gate before features: a value a credential can be (no spaces, at most two non-ASCII
     characters, 3+ characters) bound to a credential-like name or flag, or in a credential position or
@@ -141,7 +148,7 @@ def worth_scoring(value: str, name: str, op: str) -> bool:
             (len(value) >= 32 and _HEXISH.fullmatch(value) is not None)
     if op in ("url", "auth", "xml") or op.startswith("shape:"):
         return True
-    if _CRED_WORD.search(name):
+    if cred_name(name):
         return True
     return len(value) >= 16 and sum(_classes(value)) >= 2
 def _windows(line: str) -> list[tuple[int, int]]:
@@ -160,11 +167,22 @@ def _windows(line: str) -> list[tuple[int, int]]:
 def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
     """Candidates of one line (without its newline) that starts at `offset` in the text; with
     `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
-    out: dict[tuple[int, int], Candidate] = {}
+    found = _line_values(line, shapes_only) if len(line) <= CACHED_LINE else _line_values.__wrapped__(line, shapes_only)
+    return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
+
+
+CACHED_LINE = 1000  # lines up to this long have their values cached: a fifth of the lines read repeat a line
+# read before (license headers, imports, the same setting in every environment's config)
+
+
+@lru_cache(maxsize=4096)
+def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str, str], ...]:
+    """(start, end, name, op, quote) of each candidate value of a line, offsets within the line."""
+    out: dict[tuple[int, int], tuple[int, int, str, str, str]] = {}
 
     def add(s, e, name, op, quote):
         if e > s and (s, e) not in out and worth_scoring(line[s:e], name, op):
-            out[(s, e)] = Candidate(offset + s, offset + e, lineno, name, op, quote)
+            out[(s, e)] = (s, e, name, op, quote)
 
     for ws, we in _windows(line):
         part = line[ws:we]
@@ -216,7 +234,13 @@ def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = Fal
             kind = m.lastgroup
             name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
             add(ws + m.start(), ws + m.end(), name, f"shape:{kind}" if op == "none" else op, "")
-    return list(out.values())
+    return tuple(out.values())
+
+
+def clear_caches() -> None:
+    """Empty the name and line caches (a benchmark's repeat starts cold, like a fresh process)."""
+    cred_name.cache_clear()
+    _line_values.cache_clear()
 
 
 def candidates(text: str) -> list[Candidate]:
@@ -227,7 +251,7 @@ def candidates(text: str) -> list[Candidate]:
     cue = _LINE_CUE.search(lower)
     token = _LONG_TOKEN.search(text)
     while cue is not None or token is not None:
-        at = min(m.start() for m in (cue, token) if m is not None)
+        at = cue.start() if token is None else token.start() if cue is None else min(cue.start(), token.start())
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         end = len(text) if end < 0 else end

@@ -241,19 +241,25 @@ def value_shape(v: str) -> tuple[str, ...]:
 
 def clear_caches() -> None:
     """Empty the name and value caches (a benchmark's repeat starts cold, like a fresh process)."""
-    for cached in (name_words, _name_part, value_shape):
+    for cached in (name_words, _name_part, value_shape, _line_features):
         cached.cache_clear()
 
 
 def line_features(line: str) -> tuple[frozenset, list[str]]:
     """What a line says around its candidates (computed once per line): its credential words, comment, test code."""
+    lw, flags = _line_features(line) if len(line) <= 1000 else _line_features.__wrapped__(line)
+    return lw, list(flags)
+
+
+@lru_cache(maxsize=4096)  # a fifth of the lines read repeat one read before (imports, headers, settings)
+def _line_features(line: str) -> tuple[frozenset, tuple[str, ...]]:
     lw = frozenset(name_words(line[:300])) & NAME_WORDS
     out = []
     if _COMMENT.match(line):
         out.append("comment")
     if _CODE_WORDS.search(line):
         out.append("code_word")
-    return lw, out
+    return lw, tuple(out)
 
 
 @lru_cache(maxsize=16384)
