@@ -241,7 +241,7 @@ def value_shape(v: str) -> tuple[str, ...]:
 
 def clear_caches() -> None:
     """Empty the name and value caches (a benchmark's repeat starts cold, like a fresh process)."""
-    for cached in (name_words, _name_part, value_shape, _line_features):
+    for cached in (name_words, _name_part, _shape_part, value_shape, _line_features):
         cached.cache_clear()
 
 
@@ -282,6 +282,18 @@ def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple
     return cls, words, tuple(f)
 
 
+@lru_cache(maxsize=16384)
+def _shape_part(cls: str, shape: tuple[str, ...], group: str, op: str, quoted: bool) -> tuple[str, ...]:
+    """The shape features and their crosses with the name class, binding and file type (cached: few
+    distinct combinations)."""
+    cl, size, ent = shape[0], shape[1], shape[2]  # value_shape's first three: classes, length, entropy
+    f = list(shape)
+    f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={quoted}", f"{cls}&op={op}", f"{group}&{cls}"]
+    f += [f"{cls}&{s}" for s in shape[3:]]
+    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={quoted}&{cl}", f"{group}&{shape[-1]}"]
+    return tuple(f)
+
+
 def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int,
              n_values: int = 1) -> list[str]:
     """Features of candidate c; `line_info` from line_features (plus secret_context's neighbour flags),
@@ -292,13 +304,9 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     cls, words, base = _name_part(c.name, op, bool(c.quote), group)
     known = [w for w in words if w in NAME_WORDS]
     shape = value_shape(v)
+    size = shape[1]
     f = list(base)
-    f += shape
-    cl, size, ent = shape[0], shape[1], shape[2]  # value_shape's first three: classes, length, entropy
-    f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={bool(c.quote)}", f"{cls}&op={op}",
-          f"{group}&{cls}"]
-    f += [f"{cls}&{s}" for s in shape[3:]]
-    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={bool(c.quote)}&{cl}", f"{group}&{shape[-1]}"]
+    f += _shape_part(cls, shape, group, op, bool(c.quote))
     lw, flags = line_info
     f += [f"lw={w}" for w in sorted(lw) if w not in known]
     f += flags

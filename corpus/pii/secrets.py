@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from .secret_candidates import NOT_A_PORT, Candidate, candidates
 from .secret_context import fence_starts, neighbour_flags, values_per_name
-from . import secret_candidates, secret_features
+from . import secret_candidates, secret_context, secret_features
 from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
 from .secret_model import load, probability
 from .text import email_spans, is_test_email
@@ -311,6 +311,7 @@ def clear_caches() -> None:
     """Empty every cache of the detector (a benchmark's timed repeat starts cold, like a fresh process)."""
     placeholder_reason.cache_clear()
     secret_candidates.clear_caches()
+    secret_context.clear_caches()
     secret_features.clear_caches()
 
 
