@@ -21,8 +21,8 @@ the operator kind and the quote, for the features. No decision is made here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 MAX_LINE = 4000  # longer lines (minified code, data blobs) are read in windows around credential words
 MAX_WINDOWS = 2000  # at most this many windows per line (bounded work on pathological lines)
@@ -68,8 +68,7 @@ _SHAPE = re.compile(
     r"|(?P<token>(?<![\w+/=\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![\w+/=\-])))")
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a named tuple, not a frozen dataclass: 10x cheaper to build, and files have thousands
     start: int  # character offsets of the value in the text
     end: int
     line: int  # 1-based
