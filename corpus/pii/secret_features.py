@@ -241,7 +241,7 @@ def value_shape(v: str) -> tuple[str, ...]:
 
 def clear_caches() -> None:
     """Empty the name and value caches (a benchmark's repeat starts cold, like a fresh process)."""
-    for cached in (name_words, _name_part, _shape_part, value_shape, _line_features):
+    for cached in (name_words, _name_part, _line_words, _shape_part, value_shape, _line_features):
         cached.cache_clear()
 
 
@@ -263,9 +263,9 @@ def _line_features(line: str) -> tuple[frozenset, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=16384)
-def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(name class, name words, the features that depend only on name, binding and file type): cached,
-    since a file binds many values to few names."""
+def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset]:
+    """(name class, name words, the features that depend only on name, binding and file type, the known name
+    words): cached, since a file binds many values to few names."""
     words = name_words(name)
     cls = name_class(words)
     known = [w for w in words if w in NAME_WORDS]
@@ -279,7 +279,13 @@ def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple
             f += ["public_or_hash", f"public_or_hash&{cls}"]
     if 0 < len(name.strip("$@-_")) <= 2 and not op.startswith("shape") and op not in ("url", "auth"):
         f.append("short_name")  # `p=8$...` inside a hash string, `k: v` in a table: rarely a credential's name
-    return cls, words, tuple(f)
+    return cls, words, tuple(f), frozenset(known)
+
+
+@lru_cache(maxsize=4096)
+def _line_words(lw: frozenset, known: frozenset) -> tuple[str, ...]:
+    """The line's credential words that the name does not hold (cached: few distinct pairs)."""
+    return tuple(f"lw={w}" for w in sorted(lw) if w not in known)
 
 
 @lru_cache(maxsize=16384)
@@ -301,14 +307,13 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     v = c.value(text)
     op = c.op
     group = EXT_GROUP.get(ext.lower(), "other")
-    cls, words, base = _name_part(c.name, op, bool(c.quote), group)
-    known = [w for w in words if w in NAME_WORDS]
+    cls, words, base, known = _name_part(c.name, op, bool(c.quote), group)
     shape = value_shape(v)
     size = shape[1]
     f = list(base)
     f += _shape_part(cls, shape, group, op, bool(c.quote))
     lw, flags = line_info
-    f += [f"lw={w}" for w in sorted(lw) if w not in known]
+    f += _line_words(lw, known)
     f += flags
     f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
     if "digits" in shape:  # a six-digit one-time code or a PIN differs from a long numeric secret
