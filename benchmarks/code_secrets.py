@@ -28,12 +28,11 @@ sys.path.insert(0, str(REPO))
 
 def ours(files):
     from corpus.pii import find_secrets
-    from corpus.pii import secret_features
+    from corpus.pii import secrets
 
-    # every timed repeat starts cold, like the peers' fresh processes: the name caches would otherwise hold
-    # every identifier and line of the files from the repeat before
-    secret_features.name_words.cache_clear()
-    secret_features._name_part.cache_clear()
+    # every timed repeat starts cold, like the peers' fresh processes: the name and value caches would
+    # otherwise hold every identifier, line and value of the files from the repeat before
+    secrets.clear_caches()
     return [[(s.start, s.end) for s in find_secrets(f.text, ext=f.ext)[0] if s.kind != "email"] for f in files]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from functools import lru_cache
 
 # an assertion or an expectation: the values on or near such a line are expected outputs (test vectors)
 _ASSERT = re.compile(r"(?=[aestvdi])\b(?:assert\w*|expect\w*|should\w*|to(?:be|equal)\w*|deep_?equal\w*|"
@@ -35,11 +36,34 @@ def fence_starts(text: str) -> list[int]:
     return [m.start() for m in _FENCE.finditer(text)]
 
 
+# the end of a line that may hold an `it`/`describe` whose `(` is on a later line (the one match of _ASSERT
+# that can reach past its own line); tested on the line's last 8 characters once trailing space is stripped
+_CALL_AT_END = re.compile(r"(?:it|describe)$", re.I)
+
+
+@lru_cache(maxsize=8192)
+def _has_assert(line: str) -> bool:
+    """_ASSERT finds a match within this one line (cached: the same lines are neighbours of many values)."""
+    return _ASSERT.search(line) is not None
+
+
+def _assert_between(text: str, lo: int, hi: int) -> bool:
+    """_ASSERT.search(text, lo, hi) is not None, for lo and hi at line boundaries, from each line's cached
+    result: a match within one line is a match in the span, and a span without one has a match only if an
+    `it`/`describe` at a line's end is followed by its `(` on a later line, where the span is searched whole."""
+    lines = text[lo:hi].split("\n")
+    if any(_has_assert(x) if len(x) <= 1000 else _ASSERT.search(x) for x in lines):
+        return True
+    if any(_CALL_AT_END.search(x.rstrip()[-8:]) for x in lines):
+        return _ASSERT.search(text, lo, hi) is not None
+    return False
+
+
 def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group: str,
                     fences: list[int] | None) -> list[str]:
     """Flags of the line at text[line_start:line_end] from itself and its NEAR neighbours on each side."""
     out = []
-    if _ASSERT.search(line):
+    if _has_assert(line) if len(line) <= 1000 else _ASSERT.search(line):
         out.append("assert_line")
     else:
         lo = line_start
@@ -49,7 +73,7 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
         for _ in range(NEAR):
             nxt = text.find("\n", hi + 1)
             hi = len(text) if nxt < 0 else nxt
-        if _ASSERT.search(text, lo, line_start) or _ASSERT.search(text, min(line_end, len(text)), hi):
+        if _assert_between(text, lo, line_start) or _assert_between(text, min(line_end, len(text)), hi):
             out.append("near_assert")
     if _HASH.search(line):
         out.append("hash_line")
@@ -58,6 +82,11 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
     if group == "doc" and fences is not None:
         out.append("doc_fenced" if bisect.bisect_right(fences, line_start) % 2 else "doc_prose")
     return out
+
+
+def clear_caches() -> None:
+    """Empty the line cache (a benchmark's repeat starts cold, like a fresh process)."""
+    _has_assert.cache_clear()
 
 
 def values_per_name(text: str, cands) -> dict[str, int]:

@@ -172,7 +172,9 @@ def _sequential(v: str) -> bool:
     return 2 * total >= len(v)
 
 
-def value_shape(v: str) -> list[str]:
+@lru_cache(maxsize=16384)
+def value_shape(v: str) -> tuple[str, ...]:
+    """Shape features of a value (cached: a file binds one value to many names, and many files share values)."""
     out = []
     n = len(v)
     chars = set(v)
@@ -234,24 +236,36 @@ def value_shape(v: str) -> list[str]:
         out.append("escaped_newline")
     if "$" in v and _DOLLAR_FIELDS.search(v):
         out.append("dollar_fields")  # crypt(3)/PHC hash strings: $6$rounds=...$salt$hash, $argon2id$v=19$...
-    return out
+    return tuple(out)
+
+
+def clear_caches() -> None:
+    """Empty the name and value caches (a benchmark's repeat starts cold, like a fresh process)."""
+    for cached in (name_words, _name_part, _line_words, _shape_part, value_shape, _line_features):
+        cached.cache_clear()
 
 
 def line_features(line: str) -> tuple[frozenset, list[str]]:
     """What a line says around its candidates (computed once per line): its credential words, comment, test code."""
+    lw, flags = _line_features(line) if len(line) <= 1000 else _line_features.__wrapped__(line)
+    return lw, list(flags)
+
+
+@lru_cache(maxsize=4096)  # a fifth of the lines read repeat one read before (imports, headers, settings)
+def _line_features(line: str) -> tuple[frozenset, tuple[str, ...]]:
     lw = frozenset(name_words(line[:300])) & NAME_WORDS
     out = []
     if _COMMENT.match(line):
         out.append("comment")
     if _CODE_WORDS.search(line):
         out.append("code_word")
-    return lw, out
+    return lw, tuple(out)
 
 
 @lru_cache(maxsize=16384)
-def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(name class, name words, the features that depend only on name, binding and file type): cached,
-    since a file binds many values to few names."""
+def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset]:
+    """(name class, name words, the features that depend only on name, binding and file type, the known name
+    words): cached, since a file binds many values to few names."""
     words = name_words(name)
     cls = name_class(words)
     known = [w for w in words if w in NAME_WORDS]
@@ -265,7 +279,25 @@ def _name_part(name: str, op: str, quoted: bool, group: str) -> tuple[str, tuple
             f += ["public_or_hash", f"public_or_hash&{cls}"]
     if 0 < len(name.strip("$@-_")) <= 2 and not op.startswith("shape") and op not in ("url", "auth"):
         f.append("short_name")  # `p=8$...` inside a hash string, `k: v` in a table: rarely a credential's name
-    return cls, words, tuple(f)
+    return cls, words, tuple(f), frozenset(known)
+
+
+@lru_cache(maxsize=4096)
+def _line_words(lw: frozenset, known: frozenset) -> tuple[str, ...]:
+    """The line's credential words that the name does not hold (cached: few distinct pairs)."""
+    return tuple(f"lw={w}" for w in sorted(lw) if w not in known)
+
+
+@lru_cache(maxsize=16384)
+def _shape_part(cls: str, shape: tuple[str, ...], group: str, op: str, quoted: bool) -> tuple[str, ...]:
+    """The shape features and their crosses with the name class, binding and file type (cached: few
+    distinct combinations)."""
+    cl, size, ent = shape[0], shape[1], shape[2]  # value_shape's first three: classes, length, entropy
+    f = list(shape)
+    f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={quoted}", f"{cls}&op={op}", f"{group}&{cls}"]
+    f += [f"{cls}&{s}" for s in shape[3:]]
+    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={quoted}&{cl}", f"{group}&{shape[-1]}"]
+    return tuple(f)
 
 
 def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int,
@@ -275,18 +307,13 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     v = c.value(text)
     op = c.op
     group = EXT_GROUP.get(ext.lower(), "other")
-    cls, words, base = _name_part(c.name, op, bool(c.quote), group)
-    known = [w for w in words if w in NAME_WORDS]
+    cls, words, base, known = _name_part(c.name, op, bool(c.quote), group)
     shape = value_shape(v)
+    size = shape[1]
     f = list(base)
-    f += shape
-    cl, size, ent = shape[0], shape[1], shape[2]  # value_shape's first three: classes, length, entropy
-    f += [f"{cls}&{size}", f"{cls}&{cl}", f"{cls}&{ent}", f"{cls}&q={bool(c.quote)}", f"{cls}&op={op}",
-          f"{group}&{cls}"]
-    f += [f"{cls}&{s}" for s in shape[3:]]
-    f += [f"{cls}&{group}&op={op}", f"{cls}&{size}&{cl}", f"op={op}&q={bool(c.quote)}&{cl}", f"{group}&{shape[-1]}"]
+    f += _shape_part(cls, shape, group, op, bool(c.quote))
     lw, flags = line_info
-    f += [f"lw={w}" for w in sorted(lw) if w not in known]
+    f += _line_words(lw, known)
     f += flags
     f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
     if "digits" in shape:  # a six-digit one-time code or a PIN differs from a long numeric secret

