@@ -90,8 +90,13 @@ class RMConfig:
     # where the scalar and grading heads read the final hidden state: "last" = the last non-pad token (the
     # issue's default); "mean" = the mean over the response's tokens (steadier for small models)
     pooling: str = "last"
+    # the heads' learning rate is optim.peak_lr x head_lr_mult (same schedule). The scalar head starts at zero
+    # and an Adam step moves each weight by about the lr: at a rate fit for a pretrained body (1e-5..5e-4) the
+    # head barely leaves zero in a short run, so a released base needs a larger rate for its new head
+    head_lr_mult: float = 1.0
 
     def __post_init__(self):
+        require_number(self.head_lr_mult, "rm.head_lr_mult", gt=0)
         if self.pooling not in ("last", "mean"):
             raise ConfigError(f"rm.pooling must be 'last' or 'mean'; got {self.pooling!r}")
         if not all(0.5 <= p <= 1 for p in self.level_probs):

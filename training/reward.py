@@ -29,7 +29,8 @@ def soft_bt_loss(delta: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 class RewardModel(torch.nn.Module):
-    def __init__(self, gpt, *, hidden: int, grading_heads=(), head_hidden: int = 0, pooling: str = "last"):
+    def __init__(self, gpt, *, hidden: int, grading_heads=(), head_hidden: int = 0, pooling: str = "last",
+                 head_lr_mult: float = 1.0):
         super().__init__()
         self.gpt = gpt
         self.config = gpt.config  # what megatron's Float16Module / DDP read on the GPU path
@@ -41,6 +42,8 @@ class RewardModel(torch.nn.Module):
         self.grading = torch.nn.ModuleDict({
             name: torch.nn.Sequential(torch.nn.Linear(hidden, width), torch.nn.SiLU(), torch.nn.Linear(width, k))
             for name, k in grading_heads})
+        for p in [*self.score.parameters(), *self.grading.parameters()]:
+            p.lr_mult = head_lr_mult  # read by optim.param_groups: the heads' rate is peak_lr x this
         self._hidden = None
         gpt.decoder.register_forward_hook(self._keep_hidden)
         # the heads read the final hidden state: no vocabulary logits (a fifth of the FLOPs of a 135M model
@@ -114,7 +117,8 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
     log(f"[{cfg.name}] {len(train)} training pairs by level {levels}, {len(valid)} held-out ({counters})")
     gpt = build_gpt(cfg, init_from=cfg.init_from)
     model = RewardModel(gpt, hidden=cfg.model.hidden_size, grading_heads=rmc.grading_heads,
-                        head_hidden=rmc.head_hidden, pooling=rmc.pooling).to(parallel.device())
+                        head_hidden=rmc.head_hidden, pooling=rmc.pooling,
+                        head_lr_mult=rmc.head_lr_mult).to(parallel.device())
     probs = torch.tensor(rmc.level_probs)
     dev = parallel.device()
 

@@ -2,8 +2,9 @@
 
 μParam (simple): a linear layer's learning rate is the peak rate times `base_width / fan_in`, so a rate
 tuned at `base_width` carries over to wider models; embeddings (tied with the output layer) and norm gains
-keep the peak rate. Weight decay applies to matrices only, not to norm gains (the report does not say;
-this is the common choice).
+keep the peak rate. A parameter may carry its own `lr_mult` attribute (a recipe's new head, e.g. the reward
+model's `rm.head_lr_mult`), which multiplies its rate on top. Weight decay applies to matrices only, not to
+norm gains (the report does not say; this is the common choice).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def param_groups(model: torch.nn.Module, cfg: OptimConfig) -> list[dict]:
         mult = 1.0
         if cfg.mup_base_width and is_matrix and not is_embedding:
             mult = cfg.mup_base_width / fan_in(p)
+        mult *= float(getattr(p, "lr_mult", 1.0))
         groups.setdefault((mult, is_matrix), []).append(p)
     out = []
     for (mult, decay), params in sorted(groups.items()):
