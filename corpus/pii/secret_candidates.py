@@ -166,12 +166,18 @@ def _windows(line: str) -> list[tuple[int, int]]:
 def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
     """Candidates of one line (without its newline) that starts at `offset` in the text; with
     `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
-    found = _line_values(line, shapes_only) if len(line) <= CACHED_LINE else _line_values.__wrapped__(line, shapes_only)
+    found = per_line(_line_values, line, shapes_only)
     return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
 
 
 CACHED_LINE = 1000  # lines up to this long have their values cached: a fifth of the lines read repeat a line
 # read before (license headers, imports, the same setting in every environment's config)
+
+
+def per_line(cached, line: str, *args):
+    """`cached(line, *args)` (an lru_cache'd function of one line) through its cache for lines up to
+    CACHED_LINE characters, and uncached for longer ones (rare, and they would only evict the common ones)."""
+    return cached(line, *args) if len(line) <= CACHED_LINE else cached.__wrapped__(line, *args)
 
 
 @lru_cache(maxsize=4096)

@@ -19,6 +19,8 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
+from .secret_candidates import per_line
+
 # an assertion or an expectation: the values on or near such a line are expected outputs (test vectors)
 _ASSERT = re.compile(r"(?=[aestvdi])\b(?:assert\w*|expect\w*|should\w*|to(?:be|equal)\w*|deep_?equal\w*|"
                      r"verify\w*|test\w*|(?:it|describe)(?=\s*\())\b", re.I)
@@ -52,7 +54,7 @@ def _assert_between(text: str, lo: int, hi: int) -> bool:
     result: a match within one line is a match in the span, and a span without one has a match only if an
     `it`/`describe` at a line's end is followed by its `(` on a later line, where the span is searched whole."""
     lines = text[lo:hi].split("\n")
-    if any(_has_assert(x) if len(x) <= 1000 else _ASSERT.search(x) for x in lines):
+    if any(per_line(_has_assert, x) for x in lines):
         return True
     if any(_CALL_AT_END.search(x.rstrip()[-8:]) for x in lines):
         return _ASSERT.search(text, lo, hi) is not None
@@ -63,7 +65,7 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
                     fences: list[int] | None) -> list[str]:
     """Flags of the line at text[line_start:line_end] from itself and its NEAR neighbours on each side."""
     out = []
-    if _has_assert(line) if len(line) <= 1000 else _ASSERT.search(line):
+    if per_line(_has_assert, line):
         out.append("assert_line")
     else:
         lo = line_start

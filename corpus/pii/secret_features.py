@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from .secret_candidates import Candidate
+from .secret_candidates import Candidate, per_line
 
 # name words (after splitting snake/camel/kebab/dotted names) that carry meaning for credentials
 NAME_WORDS = frozenset("""
@@ -247,7 +247,7 @@ def clear_caches() -> None:
 
 def line_features(line: str) -> tuple[frozenset, list[str]]:
     """What a line says around its candidates (computed once per line): its credential words, comment, test code."""
-    lw, flags = _line_features(line) if len(line) <= 1000 else _line_features.__wrapped__(line)
+    lw, flags = per_line(_line_features, line)
     return lw, list(flags)
 
 
