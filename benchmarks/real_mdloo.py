@@ -3,7 +3,7 @@
 
     nice -n 10 .venv/bin/python benchmarks/real_mdloo.py --work out/realbase [--iterations 10 ...]
 
-The base answers "What is 23 + 45?" in sentences in our chat template (it was tuned in ChatML); a short SFT
+The base answers "What is 23 + 45?" in sentences (in ChatML, its own format, since the fifth session; before, in our template); a short SFT
 warm start on `--sft-examples` worked sums can teach the bare-number format (as the recipe's tiny demo does);
 that SFT model is then the MDLOO init and its frozen reference (`--sft-steps 0`: the base is both; on
 SmolLM2-135M 16 warm-start steps collapsed every answer to one or two numbers, see docs/training.md). Addend

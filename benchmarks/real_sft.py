@@ -1,5 +1,5 @@
 """SFT on the real base (SmolLM2-135M-Instruct, imported from its GGUF): held-out loss and IFEval checks,
-before and after, in our chat template.
+before and after, in the checkpoint's chat format (ChatML for this tokenizer: training.chat.chat_format).
 
     nice -n 10 .venv/bin/python benchmarks/real_sft.py --work out/realbase [--steps 30 --batch 4 ...]
 
@@ -12,8 +12,8 @@ Only the top `--trainable-layers` of 30 transformer layers (and the final norm) 
 
 IFEval: greedy, at most `--max-new` tokens, strict and loose prompt/instruction-level accuracy of
 synth/checkers/ifeval.py, with a paired bootstrap interval on the strict prompt-level change, and the share of
-responses that end by themselves (`<|end|>`): the base was instruction-tuned in another template (ChatML),
-so part of what SFT teaches it is ours.
+responses that end by themselves (`<|im_end|>`). Until the fifth session the turns were written in the
+project's own template, which the base (instruction-tuned in ChatML) never ended by itself.
 Writes `<work>/sft/result.json` and `<work>/sft/chosen` (the kept checkpoint, read by real_rm/real_dpo).
 """
 

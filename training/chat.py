@@ -14,6 +14,13 @@ A tool call is the JSON object `{"name", "arguments"}` with sorted keys, as the 
 are trained on when the turn's role is in `loss_on` (default: assistant turns only), so the model learns to
 stop. Segments are tokenized separately and concatenated, so a mask boundary is exactly a segment boundary
 (for subword tokenizers the ids can differ slightly from tokenizing the whole string at once).
+
+The chat format follows the tokenizer, as a Hugging Face chat template belongs to its tokenizer: a tokenizer
+that has ChatML's `<|im_start|>` and `<|im_end|>` as single tokens (an imported SmolLM2 or Qwen checkpoint,
+instruction-tuned in ChatML) gets the same turns in ChatML (`<|im_start|>{role}\n{text}<|im_end|>\n`), so
+post-training continues in the format the model already answers and stops in; every other tokenizer (bytes,
+the project's SentencePiece models) gets the template above. `chat_format(tokenizer)` decides, once per
+tokenizer object. ChatML's optional default system prompts (SmolLM2's, Qwen's) are not added.
 """
 
 from __future__ import annotations
@@ -35,6 +42,48 @@ def record_error(where: str, reason: str) -> RecordError:
     return RecordError(path, f"record {rec}" if sep else "-", reason)
 END = "<|end|>\n"
 TOOL_CALL = "<|tool_call|>"
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """How turns are written: `header` (with `{role}`) opens a turn, `end` closes it."""
+
+    name: str  # recorded in tokenized SFT versions and checkpoint manifests
+    header: str
+    end: str
+
+    def open(self, role: str) -> str:
+        return self.header.format(role=role)
+
+    @property
+    def end_marker(self) -> str:
+        """The end of a turn without its newline: the stop sequence of a generated response."""
+        return self.end.rstrip("\n")
+
+
+CIDERMILL = ChatFormat("cidermill-chat-v1", "<|{role}|>\n", END)
+CHATML = ChatFormat("chatml-v1", "<|im_start|>{role}\n", "<|im_end|>\n")
+END_MARKERS = (CIDERMILL.end_marker, CHATML.end_marker)  # what ends a decoded response, in any format
+
+
+def chat_format(tokenizer) -> ChatFormat:
+    """CHATML when the tokenizer has both ChatML markers as single tokens, else CIDERMILL (module docstring).
+    Kept on the tokenizer object after the first call."""
+    fmt = getattr(tokenizer, "_cidermill_chat_format", None)
+    if fmt is None:
+        fmt = CHATML if all(len(tokenizer.encode(m)) == 1 for m in ("<|im_start|>", "<|im_end|>")) else CIDERMILL
+        try:
+            tokenizer._cidermill_chat_format = fmt
+        except AttributeError:  # a tokenizer without instance attributes: decided again next time
+            pass
+    return fmt
+
+
+def response_text(text: str) -> str:
+    """A decoded response up to its first end-of-turn marker (either format)."""
+    for marker in END_MARKERS:
+        text = text.split(marker, 1)[0]
+    return text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,8 +134,9 @@ def format_tool_call(call: dict) -> str:
                       sort_keys=True)
 
 
-def render(messages: Sequence[dict], *, tools: Sequence[dict] | None = None) -> list[tuple[str, str, str]]:
-    """(role, header, body) per turn; the tools offered go into the system turn (one is made if absent)."""
+def render(messages: Sequence[dict], *, tools: Sequence[dict] | None = None,
+           fmt: ChatFormat = CIDERMILL) -> list[tuple[str, str, str]]:
+    """(role, header, body) per turn in `fmt`; the tools offered go into the system turn (one is made if absent)."""
     turns = []
     msgs = list(messages)
     if tools:
@@ -101,7 +151,7 @@ def render(messages: Sequence[dict], *, tools: Sequence[dict] | None = None) -> 
         if m.get("tool_calls"):
             calls = "\n".join(TOOL_CALL + format_tool_call(c.get("function", c)) for c in m["tool_calls"])
             body = (body + "\n" if body else "") + calls
-        turns.append((role, f"<|{role}|>\n", body + END))
+        turns.append((role, fmt.open(role), body + fmt.end))
     return turns
 
 
@@ -117,7 +167,7 @@ def tokenize(messages: Sequence[dict], tokenizer, template: TemplateConfig = Tem
     """Token ids and which tokens carry loss. Refuses a conversation with no trainable token."""
     ids: list[int] = []
     mask: list[bool] = []
-    for role, header, body in render(messages, tools=tools):
+    for role, header, body in render(messages, tools=tools, fmt=chat_format(tokenizer)):
         h = tokenizer.encode(header)
         b = tokenizer.encode(body)
         ids += h + b

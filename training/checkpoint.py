@@ -451,8 +451,16 @@ def checkpoint_tokenizer(info: CheckpointInfo) -> dict:
 
 
 def load_checkpoint_tokenizer(info: CheckpointInfo):
-    """The checkpoint's tokenizer as an encode/decode object (training.chat.load_tokenizer)."""
-    from .chat import load_tokenizer
+    """The checkpoint's tokenizer as an encode/decode object (training.chat.load_tokenizer). A post-training
+    checkpoint records the chat format it was trained in (`template`); one its tokenizer no longer selects
+    (training.chat.chat_format) is refused rather than prompted in a format it never saw."""
+    from .chat import chat_format, load_tokenizer
 
     entry = checkpoint_tokenizer(info)
-    return load_tokenizer("bytes" if entry["kind"] == "bytes" else entry["model_file"])
+    tok = load_tokenizer("bytes" if entry["kind"] == "bytes" else entry["model_file"])
+    recorded = info.manifest.get("template")
+    if isinstance(recorded, str) and recorded != chat_format(tok).name:
+        raise ConfigError(f"{info.directory}: trained in the chat format {recorded!r}, but its tokenizer selects "
+                          f"{chat_format(tok).name!r} (training.chat.chat_format); it predates the chat-format "
+                          "change: post-train it again from its base")
+    return tok

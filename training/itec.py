@@ -174,13 +174,13 @@ def _rollouts(cfg, k, member, prompts, prompt_ids, members, calls, cache: Path, 
     batch = [prompt_ids[i] for i, _ in order]
     if g.backend == "vllm":  # pragma: no cover - GPU only: one engine per member, freed before the next
         from .checkpoint import open_checkpoint
-        from .rollout.policy import END_MARKER, policy_tokenizer
+        from .rollout.policy import policy_tokenizer, stop_sequences
         from .rollout.vllm_backend import VLLMRollouts
 
         tok = policy_tokenizer(open_checkpoint(member.checkpoint))
         engine = VLLMRollouts(member.checkpoint, work_dir=cache / "vllm" / member.name,
                               max_model_len=g.max_prompt_tokens + g.max_new_tokens)
-        outs = engine.generate(batch, stop=[tok.encode(END_MARKER)], eos_id=int(getattr(tok, "eod_id", 0)), **kw)
+        outs = engine.generate(batch, stop=stop_sequences(tok), eos_id=int(getattr(tok, "eod_id", 0)), **kw)
         del engine
         decode = tok.decode
     else:

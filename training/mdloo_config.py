@@ -31,7 +31,7 @@ class MDLOOConfig:
     max_new_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
-    stop: tuple[str, ...] = ("<|end|>",)
+    stop: tuple[str, ...] = ("<|end|>",)  # besides the chat format's own end marker (training.chat.chat_format)
     reference: str | None = None  # frozen reference checkpoint; default: init_from
     eval_prompts: int = 64  # held-out prompts answered greedily before and after
     plot: str | None = None  # PNG of reward and KL per iteration; default <out_dir>/reward-curve.png

@@ -24,6 +24,7 @@ from manifests.errors import ConfigError, RecordError
 
 from . import checkpoint as ckpt
 from . import loop, parallel
+from .chat import chat_format, load_tokenizer
 from .loop import check_batch
 from .run_dir import identity as run_identity
 from .run_dir import open_run
@@ -145,8 +146,6 @@ def _check_architecture(cfg, info) -> None:
 
 def tokenizer_of(cfg) -> tuple[dict, str | None]:
     """(entry, model file or None) of a post-training config's tokenizer, as checkpoints record it."""
-    from .chat import load_tokenizer
-
     file = None if cfg.tokenizer == "bytes" else cfg.tokenizer
     return ckpt.tokenizer_entry(load_tokenizer(cfg.tokenizer).describe(), file), file
 
@@ -193,8 +192,10 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
     try:
         run = loop.start(cfg, model, directory, log=log,
                          find_unused=bool(getattr(model, "grading", None)))  # a batch may carry no grade
+        # every post-training checkpoint records the chat format it was trained in (checkpoint.load_checkpoint_tokenizer)
+        extra = {"template": chat_format(load_tokenizer(cfg.tokenizer)).name, **(extra_manifest or {})}
         return _run(cfg, run, n_items=n_items, micro_batch_at=micro_batch_at, loss_fn=loss_fn, evaluate=evaluate,
-                    data=data, stop_after=stop_after, log=log, extra=extra_manifest)
+                    data=data, stop_after=stop_after, log=log, extra=extra)
     finally:
         if owned:
             directory.close()

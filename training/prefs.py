@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .chat import END, Tokenized, record_error, render
+from .chat import Tokenized, chat_format, record_error, render
 
 _HH_TURN = re.compile(r"\n\n(Human|Assistant): ")
 
@@ -106,11 +106,12 @@ def _record_pair(rec: dict, *, fmt: str, where: str, thresholds, binary_level: i
 def tokenize_response(prompt: list[dict], response: str, tokenizer, *, budget: int) -> Tokenized:
     """Prompt turns + assistant header (no loss) then the response and its end marker (loss). Longer than
     `budget` tokens: the response keeps at most budget - 16 tokens, the prompt is cut from the left."""
+    fmt = chat_format(tokenizer)
     p_ids: list[int] = []
-    for _, header, body in render(prompt):
+    for _, header, body in render(prompt, fmt=fmt):
         p_ids += tokenizer.encode(header) + tokenizer.encode(body)
-    p_ids += tokenizer.encode("<|assistant|>\n")
-    r_ids = tokenizer.encode(response + END)
+    p_ids += tokenizer.encode(fmt.open("assistant"))
+    r_ids = tokenizer.encode(response + fmt.end)
     cut = len(p_ids) + len(r_ids) > budget
     r_ids = r_ids[: budget - 16]
     p_ids = p_ids[-(budget - len(r_ids)):]

@@ -32,7 +32,7 @@ from manifests.errors import ConfigError, RecordError
 
 from . import checkpoint as ckpt
 from . import parallel
-from .chat import load_tokenizer
+from .chat import chat_format, load_tokenizer
 from .losses import cross_entropies
 from .mdloo import exact_token_kl, leave_one_out_advantage, mirror_descent_loss, penalised_rewards
 from .post_loop import build_gpt, data_id, read_records, split_and_weight, tokenizer_of
@@ -163,11 +163,18 @@ class Producer:
                       None if ref_full is None else ref_full.cpu(), rewards, texts, time.perf_counter() - t0)
 
 
+def stop_ids(stop: tuple[str, ...], tokenizer) -> list[list[int]]:
+    """The configured stop strings and the chat format's end marker (`<|im_end|>` for a ChatML tokenizer),
+    each once, as token ids."""
+    marker = chat_format(tokenizer).end_marker
+    return [tokenizer.encode(s) for s in dict.fromkeys((*stop, marker))]
+
+
 def sample(generate_fn, model, prompt_ids: list[list[int]], m, tokenizer, *, seed: int) -> list[tuple[list, list]]:
     """(response ids, the log-probs they were sampled with) per prompt from the rollout generator
     (training.rollout.generate: the ids include the matched stop sequence, whose tokens are trained on)."""
     outs = generate_fn(model, prompt_ids, max_new_tokens=m.max_new_tokens, temperature=m.temperature,
-                       top_p=m.top_p, stop=[tokenizer.encode(s) for s in m.stop], seed=seed,
+                       top_p=m.top_p, stop=stop_ids(m.stop, tokenizer), seed=seed,
                        eos_id=tokenizer.eod_id)
     result = []
     for o in outs:

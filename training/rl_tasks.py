@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chat import END, record_error, record_messages, render
-
-ANSWER_END = END.strip()  # "<|end|>": the stop sequence of a response
+from .chat import chat_format, record_error, record_messages, render, response_text
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,8 @@ def record_prompt(rec: dict, tokenizer, *, where: str) -> Prompt:
         raise record_error(where, "no `answer` to check responses against")
     if messages[-1]["role"] == "assistant":
         raise record_error(where, "the prompt's last turn is an assistant turn; give the turns before the answer")
-    text = "".join(h + b for _, h, b in render(messages)) + "<|assistant|>\n"
+    fmt = chat_format(tokenizer)
+    text = "".join(h + b for _, h, b in render(messages, fmt=fmt)) + fmt.open("assistant")
     return Prompt(tuple(tokenizer.encode(text)), answer, text)
 
 
@@ -47,7 +46,7 @@ def answer_reward(response: str, answer: str) -> float:
     last number, compared by synth.math.answers' equivalence) on the response up to the end marker."""
     from .rewards.rules import math_reward
 
-    return math_reward(response.split(ANSWER_END, 1)[0], {"answer": answer}).value
+    return math_reward(response_text(response), {"answer": answer}).value
 
 
 def addition_records(n: int, *, seed: int, with_answer: bool, high: int = 9) -> list[dict]:

@@ -16,7 +16,7 @@ import torch
 from manifests.errors import ConfigError, RecordError
 
 from . import parallel
-from .chat import load_tokenizer, record_messages, tokenize
+from .chat import chat_format, load_tokenizer, record_messages, tokenize
 from .losses import cross_entropies
 from .packing import collate, describe, pack, uses_thd
 from .post_loop import build_gpt, data_id, forward, open_post_run, read_records, run_loop, split_and_weight
@@ -146,7 +146,7 @@ def train_sft(cfg, *, resume: str | None = None, stop_after: int | None = None, 
         result = run_loop(cfg, model, n_items=len(data.train), micro_batch_at=micro_batch_at, loss_fn=loss_fn,
                           evaluate=lambda: evaluate(model, data.valid, cfg.micro_batch, thd=thd), data=data.data_id,
                           resume=resume, stop_after=stop_after, log=log, directory=directory,
-                          extra_manifest={"template": "cidermill-chat-v1",
+                          extra_manifest={"template": chat_format(data.tokenizer).name,
                                           "held_out_start": start, "data_counters": data.counters})
         result.evals.insert(0, (0, start))
         if cfg.adapter_init:

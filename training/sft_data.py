@@ -30,16 +30,15 @@ from manifests import Catalog
 from manifests.errors import ConfigError, RecordError
 from manifests.manifest import Manifest, PipelineInfo, ShardInfo, StageStats, version_id_of
 
-from .chat import Tokenized, record_messages, tokenize
+from .chat import Tokenized, chat_format, record_messages, tokenize
 from .data import write_indexed
 
 KIND = "sft_tokenized"
 STAGE = "sft_tokenize_v1"
-TEMPLATE = "cidermill-chat-v1"
 
 
 def _settings(source, tokenizer, template) -> dict:
-    return {"source": source.version_id, "tokenizer": tokenizer.describe(), "template": TEMPLATE,
+    return {"source": source.version_id, "tokenizer": tokenizer.describe(), "template": chat_format(tokenizer).name,
             "loss_on": list(template.loss_on), "max_length": template.max_length}
 
 

@@ -1,6 +1,6 @@
 """The reward model as a scorer: an RM checkpoint (training/reward.py) scores (prompt, response) as it was
 trained, one sequence per row, the scalar head at the last real token; the response is rendered with the chat
-template and its `<|end|>` exactly as in RM training (training.prefs.tokenize_response)."""
+format and its end marker exactly as in RM training (training.prefs.tokenize_response)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A policy checkpoint ready for rollouts: the megatron model, its tokenizer, and the chat-template ids a
-generator needs (the assistant header that opens a response, the `<|end|>` that closes it)."""
+generator needs (the assistant header that opens a response, the end marker that closes it: `<|end|>`, or
+`<|im_end|>` for a ChatML tokenizer; training.chat.chat_format)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..chat import END, render
+from ..chat import chat_format, render
 from ..config import ConfigError
-
-END_MARKER = END.rstrip("\n")  # a response ends when it writes `<|end|>`
 
 
 @dataclass
@@ -25,8 +24,8 @@ class Policy:
         return int(getattr(self.tokenizer, "eod_id", 0))
 
     def stop_sequences(self) -> list[list[int]]:
-        """The template's end-of-turn marker: a response ends when it writes `<|end|>`."""
-        return [self.tokenizer.encode(END_MARKER)]
+        """The template's end-of-turn marker: a response ends when it writes it."""
+        return stop_sequences(self.tokenizer)
 
     def prompt_ids(self, messages: Sequence[dict], *, tools: Sequence[dict] | None = None) -> list[int]:
         return chat_prompt_ids(messages, self.tokenizer, tools=tools)
@@ -35,15 +34,21 @@ class Policy:
         return self.tokenizer.decode(list(ids))
 
 
+def stop_sequences(tokenizer) -> list[list[int]]:
+    """The ids of the chat format's end-of-turn marker (`<|end|>` or ChatML's `<|im_end|>`)."""
+    return [tokenizer.encode(chat_format(tokenizer).end_marker)]
+
+
 def chat_prompt_ids(messages: Sequence[dict], tokenizer, *, tools: Sequence[dict] | None = None) -> list[int]:
     """The conversation so far in our chat template, followed by the assistant header a response continues;
     tokenized per segment exactly as training.chat.tokenize does, so training and rollouts see the same ids."""
     if not messages or messages[-1]["role"] == "assistant":
         raise ConfigError("a rollout prompt must end with a user (or tool) turn, not an assistant turn")
+    fmt = chat_format(tokenizer)
     ids: list[int] = []
-    for _role, header, body in render(messages, tools=tools):
+    for _role, header, body in render(messages, tools=tools, fmt=fmt):
         ids += tokenizer.encode(header) + tokenizer.encode(body)
-    return ids + tokenizer.encode("<|assistant|>\n")
+    return ids + tokenizer.encode(fmt.open("assistant"))
 
 
 def load_policy(checkpoint: str | Path, *, max_length: int = 2048, sdpa: bool = True) -> Policy:
