@@ -64,6 +64,11 @@ class ChatFormat:
 CIDERMILL = ChatFormat("cidermill-chat-v1", "<|{role}|>\n", END)
 CHATML = ChatFormat("chatml-v1", "<|im_start|>{role}\n", "<|im_end|>\n")
 END_MARKERS = (CIDERMILL.end_marker, CHATML.end_marker)  # what ends a decoded response, in any format
+# The project's template as a transformers chat template (Jinja), written into Hugging Face exports of
+# checkpoints with the project's tokenizers, so `apply_chat_template` and chat servers prompt an export as it
+# was trained. Plain turns only: tools and tool calls are written by `render`, not by this template.
+CIDERMILL_JINJA = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
+                   "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
 
 
 def chat_format(tokenizer) -> ChatFormat:

@@ -36,7 +36,8 @@ Tokenizer: the one the checkpoint recorded and carries (training/checkpoint.py `
       those files as they are, so the export tokenizes as the source model did.
     - anything else (e.g. a tokenizer.json artifact): copied as tokenizer.json.
 config.json and generation_config.json take eos/pad/bos ids from the tokenizer folder just written, so the
-two always agree (the tokenizer's pad token, not EOS, when it has one).
+two always agree (the tokenizer's pad token, not EOS, when it has one). The project's tokenizers get the
+project's chat template as `chat_template` (training.chat.CIDERMILL_JINJA); an imported tokenizer keeps its own.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import torch
 from manifests.errors import ConfigError, ManifestError
 
 from . import checkpoint as ckpt
+from .chat import CIDERMILL_JINJA
 
 
 def _shape(info: ckpt.CheckpointInfo) -> dict:
@@ -212,7 +214,8 @@ def write_tokenizer(tok: dict, out: Path) -> int | None:
     """Write tokenizer files into `out`; returns the end-of-document id."""
     kind = tok.get("kind")
     eod_id = tok.get("eod_id")
-    config = {"model_max_length": 1 << 30, "clean_up_tokenization_spaces": False}
+    # the project's tokenizers are trained with the project's chat template (training.chat.chat_format)
+    config = {"model_max_length": 1 << 30, "clean_up_tokenization_spaces": False, "chat_template": CIDERMILL_JINJA}
     if kind == "bytes":
         body, eos = byte_tokenizer_json(eod_id=int(eod_id))
         (out / "tokenizer.json").write_text(json.dumps(body))

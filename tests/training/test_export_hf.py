@@ -88,3 +88,22 @@ def test_sentencepiece_tokenizer_export_matches_sentencepiece(tmp_path, c4_docs)
         ids = tok(text, add_special_tokens=False)["input_ids"]
         assert ids == sp.encode(text)
         assert tok.decode(ids) == text
+
+
+def test_export_carries_the_chat_template_it_was_trained_with(tmp_path):
+    """transformers' apply_chat_template on an exported byte tokenizer gives exactly the ids training.chat
+    trains on (plain turns), so a chat server prompts the export as it was trained."""
+    transformers = pytest.importorskip("transformers")
+    from training.chat import ByteTokenizer, tokenize
+    from training.export_hf import write_tokenizer
+
+    out = tmp_path / "hf"
+    out.mkdir()
+    write_tokenizer({"kind": "bytes", "eod_id": 0}, out)
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi, ünï?"},
+            {"role": "assistant", "content": "Hello."}]
+    ids = tok.apply_chat_template(msgs, tokenize=True, return_dict=False)
+    assert list(ids) == tokenize(msgs, ByteTokenizer()).ids.tolist()
+    prompt = tok.apply_chat_template(msgs[:2], tokenize=False, add_generation_prompt=True)
+    assert prompt == "<|system|>\nBe brief.<|end|>\n<|user|>\nHi, ünï?<|end|>\n<|assistant|>\n"
