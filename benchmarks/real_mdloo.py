@@ -10,7 +10,7 @@ SmolLM2-135M 16 warm-start steps collapsed every answer to one or two numbers, s
 pairs are drawn without replacement, so the SFT examples, the RL prompts, the dev prompts and the test prompts are disjoint sums. MDLOO (training/rl_loop.py:
 n responses per prompt, leave-one-out advantage of the math rule reward minus β·KL to the reference,
 mirror-descent updates) trains on the RL prompts; the checkpoint kept among the `--save-every` ones has the
-best greedy dev accuracy; the test prompts give the printed accuracy (greedy, Wilson intervals, paired
+best greedy dev accuracy (the init when none beats it there); the test prompts give the printed accuracy (greedy, Wilson intervals, paired
 bootstrap of the change) and nothing else. KL to the reference: the loop's sequence-level k1 estimate per
 iteration (mean over responses), printed with the rewards.
 """
@@ -72,6 +72,7 @@ def main() -> int:
     p.add_argument("--trainable-layers", type=int, default=10)
     p.add_argument("--save-every", type=int, default=5)
     p.add_argument("--max-new", type=int, default=8)
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
     p.add_argument("--max-addend", type=int, default=99, help="addends are drawn from 0..max-addend")
     args = p.parse_args()
     setup_threads()
@@ -121,7 +122,7 @@ def main() -> int:
         "optim": {"name": "adamw", "peak_lr": args.lr, "warmup_steps": 0, "final_fraction": 1.0, "weight_decay": 0.0},
         "mdloo": {"prompts_per_iteration": args.prompts_per_iteration, "responses_per_prompt": args.responses,
                   "inner_steps": args.inner_steps, "kl_coef": args.kl_coef, "trust_region": 1.0, "max_staleness": 0,
-                  "max_new_tokens": args.max_new, "temperature": 1.0, "eval_prompts": 16}}, where="real_mdloo")
+                  "max_new_tokens": args.max_new, "temperature": args.temperature, "eval_prompts": 16}}, where="real_mdloo")
     result = train_mdloo(run)
     clock.mark("mdloo")
     dev = {}
@@ -129,7 +130,10 @@ def main() -> int:
         if (c / "checkpoint.json").exists():
             dev[str(c)] = sum(accuracy(c, dev_rows, max_new=args.max_new)) / len(dev_rows)
     dev_sft = sum(accuracy(init, dev_rows, max_new=args.max_new)) / len(dev_rows)
+    # the init stays a candidate: a run whose checkpoints all score below it on dev keeps the init
     chosen = max(dev, key=lambda c: (dev[c], c))
+    if dev[chosen] <= dev_sft:
+        chosen = str(init)
     print(f"dev accuracy: init {dev_sft:.3f}; " + ", ".join(f"{Path(c).name} {v:.3f}" for c, v in dev.items())
           + f" -> {Path(chosen).name}", flush=True)
     after = accuracy(chosen, test_rows, max_new=args.max_new, show=6)
