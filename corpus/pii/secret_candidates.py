@@ -60,6 +60,9 @@ NOT_A_PORT = r"(?!\d{1,5}[#?\\])"
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>" + NOT_A_PORT + r"[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
 _AUTH = re.compile(r"(?=[btdoaks])\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
+# _AUTH's scheme names in lower case: an ASCII line holds one of them wherever _AUTH matches (with re.I a
+# non-ASCII letter can match one, e.g. the long s for "s", so other lines are always searched)
+_AUTH_WORDS = ("basic", "bearer", "token", "digest", "oauth", "key", "ssws")
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")
 _SHAPE = re.compile(
     r"(?=[A-Za-z0-9+/_\-])(?:(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
@@ -80,6 +83,20 @@ class Candidate(NamedTuple):  # a named tuple, not a frozen dataclass: 10x cheap
         return text[self.start:self.end]
 
 
+def folded_search(pattern: re.Pattern):
+    """A test equal to `pattern.search(s) is not None`, for a case-insensitive pattern written in lower case,
+    2-4x faster on ASCII text: an ASCII string is lowered and searched by the same pattern without re.I
+    (which folds the case of every character it compares). Other strings go to the pattern itself: re.I
+    also matches some non-ASCII letters to ASCII ones (the long s to "s", the Kelvin sign to "k")."""
+    if not pattern.flags & re.I or re.search(r"(?<!\\)[A-Z]", pattern.pattern):
+        raise ValueError(f"not a lower-case re.I pattern: {pattern.pattern[:60]}")
+    plain = re.compile(pattern.pattern, pattern.flags & ~re.I)
+
+    def found(s: str) -> bool:
+        return (plain.search(s.lower()) if s.isascii() else pattern.search(s)) is not None
+    return found
+
+
 # the binding read backwards from the value's opening quote: [call(] op [quote] name
 _BOUND_REV = re.compile(r"\\?@?\s*(?:\(\w+(?:\s+wen)?|[rbuf](?=[\s=:,(]))?\s*"
                         r"(?P<op>=:|>=|>-|===|==!|==|=!|=\|\||=\?\?|=(?:\s*[\w&<>\[\].|?*]{1,40}\s*:(?!:))?|:|,|\()\s*"
@@ -88,6 +105,7 @@ _CALLEE_REV = re.compile(r"[^()]{0,80}?\((?P<callee>[\w.\-]{1,60})")
 _CRED_WORD = re.compile(r"pass|pwd|pw\b|secret|token|key|auth|cred|nonce|salt|otp|seed|session|cookie|login|sign|"
                         r"hmac|bearer|basic|private|cipher|crypt|pin\b|api|appid|app_id|client|access|identified|user|secure",
                         re.I)
+_has_cred_word = folded_search(_CRED_WORD)
 
 
 # a value inside a list bound to a name: "tokens": ["a", "b"]
@@ -130,7 +148,7 @@ def _classes(value: str) -> tuple[bool, bool, bool]:
 @lru_cache(maxsize=16384)
 def cred_name(name: str) -> bool:
     """The name holds a credential word (cached: a file binds many values to few names)."""
-    return _CRED_WORD.search(name) is not None
+    return _has_cred_word(name)
 
 
 def worth_scoring(value: str, name: str, op: str) -> bool:
@@ -163,10 +181,14 @@ def _windows(line: str) -> list[tuple[int, int]]:
     return out[:MAX_WINDOWS]
 
 
-def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
+def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False,
+                    has_token: bool | None = None) -> list[Candidate]:
     """Candidates of one line (without its newline) that starts at `offset` in the text; with
-    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
-    found = per_line(_line_values, line, shapes_only)
+    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape.
+    `has_token`: whether the line holds a run of 20+ token characters, when the caller knows (None: search)."""
+    if has_token is None:
+        has_token = _LONG_TOKEN.search(line) is not None
+    found = per_line(_line_values, line, shapes_only, has_token)
     return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
 
 
@@ -181,8 +203,9 @@ def per_line(cached, line: str, *args):
 
 
 @lru_cache(maxsize=4096)
-def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str, str], ...]:
-    """(start, end, name, op, quote) of each candidate value of a line, offsets within the line."""
+def _line_values(line: str, shapes_only: bool, has_token: bool) -> tuple[tuple[int, int, str, str, str], ...]:
+    """(start, end, name, op, quote) of each candidate value of a line, offsets within the line; `has_token`:
+    the line holds a _LONG_TOKEN match (a function of the line, so the cache stays right)."""
     out: dict[tuple[int, int], tuple[int, int, str, str, str]] = {}
 
     def add(s, e, name, op, quote):
@@ -200,13 +223,14 @@ def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str
         if "://" in part:
             for m in _URL.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
-        if " " in part:
+        lowered = part.lower()
+        if " " in part and (not part.isascii() or any(w in lowered for w in _AUTH_WORDS)):
             for m in _AUTH.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
         if "</" in part:
             for m in _XML.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "xml", "")
-        for m in _QUOTED.finditer(part):
+        for m in (_QUOTED.finditer(part) if '"' in part or "'" in part or "`" in part else ()):
             name, op = _binding(part, m.start())
             add(ws + m.start("val"), ws + m.end("val"), name, op, m.group("q"))
         if "'" in part and '"' in part:
@@ -224,18 +248,22 @@ def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str
             for m in _ESC_QUOTED.finditer(part):
                 name, op = _binding(part, m.start() + 1)
                 add(ws + m.start("val"), ws + m.end("val"), name, op, '"')
-        for m in _BARE.finditer(part):
+        for m in (_BARE.finditer(part) if "=" in part or ":" in part else ()):
             val = m.group("val").rstrip(".")
             if val:
                 add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
                     m.group("op"), "")
-        lowered = part.lower()
         for m in (_FLAG.finditer(part) if any(k in lowered for k in _FLAG_WORDS) else ()):
             val, start = m.group("val"), ws + m.start("val")
             if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
                 start += val.index(":") + 1
             add(start, ws + m.end("val"), m.group("name"), "flag", m.group("q"))
-        for m in (_SHAPE.finditer(part) if _LONG_TOKEN.search(part) else ()):
+        # a window of a long line is searched itself (its first character may be inside a run)
+        if has_token if we == len(line) and ws == 0 else _LONG_TOKEN.search(part):
+            shapes = _SHAPE.finditer(part)
+        else:
+            shapes = ()
+        for m in shapes:
             kind = m.lastgroup
             name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
             add(ws + m.start(), ws + m.end(), name, f"shape:{kind}" if op == "none" else op, "")
@@ -255,12 +283,11 @@ _TOKEN_RUN = b"t" * 20
 
 
 def long_token_starts(text: str) -> list[int]:
-    """Where each run of 20+ token characters starts (the matches of _LONG_TOKEN), in order. In an ASCII
-    text the runs are found with bytes.find over the text mapped to token / other bytes (the first 20 token
+    """Where each run of 20+ token characters starts (the matches of _LONG_TOKEN), in order. The runs are
+    found with bytes.find over the text mapped to one token / other byte per character (the first 20 token
     bytes in a row start a run, since the byte before them is not one), 5x faster than the regex."""
-    if not text.isascii():
-        return [m.start() for m in _LONG_TOKEN.finditer(text)]
-    mapped = text.encode("ascii").translate(_TOKEN_CLASS)
+    # "replace" writes one "?" (not a token byte) for each non-ASCII character, so offsets stay character offsets
+    mapped = text.encode("ascii", "replace").translate(_TOKEN_CLASS)
     out, at = [], mapped.find(_TOKEN_RUN)
     while at >= 0:
         out.append(at)
@@ -286,7 +313,8 @@ def candidates(text: str) -> list[Candidate]:
         end = len(text) if end < 0 else end
         lineno += text.count("\n", counted, start)
         counted = start
-        out += line_candidates(text[start:end], start, lineno, shapes_only=cue >= end)
+        # the runs are known (tokens): the next one from pos on is in this line or after it
+        out += line_candidates(text[start:end], start, lineno, cue >= end, token < end)
         pos = end + 1  # one search per selected line, from the next line on
         if cue < pos:
             cue = (m.start() if (m := _LINE_CUE.search(lower, pos)) is not None else none)

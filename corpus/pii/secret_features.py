@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from .secret_candidates import Candidate, per_line
+from .secret_candidates import Candidate, folded_search, per_line
 
 # name words (after splitting snake/camel/kebab/dotted names) that carry meaning for credentials
 NAME_WORDS = frozenset("""
@@ -70,7 +70,10 @@ _PLACEHOLDER = re.compile(r"(?=[cryesdpftmix*.lnuqhabgw])(?:change.?me|change.?t
                           r"undefined|true|false|invalid|wrong|bad|incorrect|expired|empty|blank)", re.I)
 _CODE_WORDS = re.compile(r"(?=[aestidmhcvbf])\b(?:assert\w*|expect|should|test|it|describe|mock|stub|hash\w*|encrypt\w*|decrypt\w*|"
                          r"compare|verify|validate|sign|bcrypt|md5|sha\d*|example|sample|default|fake|dummy)\b", re.I)
-_FILE_EXT = re.compile(r"\.\w{2,4}$")
+_has_placeholder_word, _has_code_word = folded_search(_PLACEHOLDER), folded_search(_CODE_WORDS)
+_FILE_EXT = re.compile(r"\.\w{2,4}$")  # its "." is among the last 7 characters (6, or 7 before a final newline)
+# every alternative of _TEMPLATE holds one of these: a value without any is searched no further
+_TEMPLATE_CHARS = frozenset("${%<#@_")
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|<!--|--|;|%|rem\b)")
 
 EXT_GROUP = {}
@@ -87,21 +90,42 @@ for _g, _exts in {
         EXT_GROUP[_e] = _g
 
 
-_COMPOUND = re.compile(r"(password|passwd|passphrase|secret|token|apikey|key|pwd|pass|auth|nonce|salt|seed)$")
+_COMPOUND_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "key", "pwd", "pass", "auth",
+                   "nonce", "salt", "seed")
+_COMPOUND = re.compile("(" + "|".join(_COMPOUND_WORDS) + ")$")  # all in NAME_WORDS
+
+
+def _camel_break(m: re.Match) -> str:
+    return (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4))
 
 
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> tuple[str, ...]:
     """Words of an identifier; a glued compound (ADMINPASSWORD, refreshtoken) also gives its credential word."""
-    name = _CAMEL.sub(lambda m: (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4)), name.lstrip("$@-"))
+    name = _CAMEL.sub(_camel_break, name.lstrip("$@-"))
     out = []
     for w in _SPLIT.split(name.lower()):
         if not w:
             continue
         out.append(w)
-        if w not in NAME_WORDS and (m := _COMPOUND.search(w)) and len(w) > len(m.group()):
-            out.append(m.group())
+        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):  # (a word is letters only: no "\n" for `$`)
+            m = _COMPOUND.search(w)
+            if len(w) > len(m.group()):
+                out.append(m.group())
     return tuple(out)
+
+
+def _known_words(text: str) -> frozenset:
+    """frozenset(name_words(text)) & NAME_WORDS, for a whole line: each distinct word once, and without
+    name_words' cache (a line would only evict the names from it)."""
+    words = set(_SPLIT.split(_CAMEL.sub(_camel_break, text.lstrip("$@-")).lower()))
+    known = words & NAME_WORDS
+    for w in words:
+        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):
+            m = _COMPOUND.search(w)
+            if len(w) > len(m.group()):
+                known.add(m.group())
+    return frozenset(known)
 
 
 _CLOGC = [0.0] + [c * math.log2(c) for c in range(1, 4097)]  # c*log2(c), summed in C by map() below
@@ -208,13 +232,13 @@ def value_shape(v: str) -> tuple[str, ...]:
         out.append("space")
     if not v.isascii():
         out.append("non_ascii")
-    if _TEMPLATE.search(v):
+    if not chars.isdisjoint(_TEMPLATE_CHARS) and _TEMPLATE.search(v):
         out.append("template")
-    if _PLACEHOLDER.search(v):
+    if _has_placeholder_word(v):
         out.append("placeholder_word")
     if _IDENT.match(v):
         out.append("identifier")
-    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or _FILE_EXT.search(v):
+    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or ("." in v[-7:] and _FILE_EXT.search(v)):
         out.append("path_or_url")
     if "(" in v or ")" in v:
         out.append("paren")
@@ -253,11 +277,11 @@ def line_features(line: str) -> tuple[frozenset, list[str]]:
 
 @lru_cache(maxsize=4096)  # a fifth of the lines read repeat one read before (imports, headers, settings)
 def _line_features(line: str) -> tuple[frozenset, tuple[str, ...]]:
-    lw = frozenset(name_words(line[:300])) & NAME_WORDS
+    lw = _known_words(line[:300])
     out = []
     if _COMMENT.match(line):
         out.append("comment")
-    if _CODE_WORDS.search(line):
+    if _has_code_word(line):
         out.append("code_word")
     return lw, tuple(out)
 

@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .secret_candidates import NOT_A_PORT, Candidate, candidates
+from .secret_candidates import NOT_A_PORT, Candidate, candidates, folded_search
 from .secret_context import fence_starts, neighbour_flags, values_per_name
 from . import secret_candidates, secret_context, secret_features
 from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
@@ -91,6 +91,7 @@ _GUARDS = {"stripe_key": ("k_live_", "k_test_"), "telegram_bot_token": (":AA",),
 _PLACEHOLDER_WORDS = re.compile(  # (?=[...]): the alternatives' first letters, tested once per position
     r"(?=[cryesdpftmix*.ln_])(?:changeme|change_me|change-me|changethis|replace|your|example|sample|dummy|placeholder|fake|mock|"
     r"todo|fixme|redacted|insert|enter_|_here|xxxx|\*\*\*|\.\.\.|lorem|notreal|not_real|not-a-|foobar)", re.I)
+_has_placeholder_word = folded_search(_PLACEHOLDER_WORDS)
 _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|changeme|admin|root|test|testing|default|"
                            r"token|key|apikey|foo|bar|baz|qwerty|letmein|guest|user|demo|none|null|undefined|"
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
@@ -115,7 +116,7 @@ def placeholder_reason(value: str) -> str | None:
     v = value.strip()
     if len(set(v.lower())) <= 2 or set(v) <= set("xX*.#-_0 "):
         return "placeholder"
-    if _TEMPLATE.search(v) or _PLACEHOLDER_WORDS.search(v) or _WEAK_DEFAULT.match(v):
+    if _TEMPLATE.search(v) or _has_placeholder_word(v) or _WEAK_DEFAULT.match(v):
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value

@@ -109,4 +109,4 @@ def test_cached_line_values_are_rebased_to_each_line_s_offset():
     assert [c.value(line) for c in first] == ["s3cr3tValue9", "abcdefABCDEF123456"]
     assert [(c.start - 500, c.end - 500, 42, c.name, c.op, c.quote) for c in again] == \
         [(c.start, c.end, 42, c.name, c.op, c.quote) for c in first]
-    assert SC._line_values.__wrapped__(line, False) == SC._line_values(line, False)
+    assert SC._line_values.__wrapped__(line, False, False) == SC._line_values(line, False, False)
