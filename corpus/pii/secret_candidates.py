@@ -116,7 +116,8 @@ _LIST_REV = re.compile(r"\s*(?:,\s*(?:\"[^\"\n]{0,100}\"|'[^'\n]{0,100}')\s*){0,
 def _binding(line: str, at: int) -> tuple[str, str]:
     """(name, op) of the identifier bound to a value that starts at `at` (the opening quote)."""
     before = line[max(0, at - 400):at][::-1]
-    m = _LIST_REV.match(before)
+    # _LIST_REV needs a "," or "[" first after whitespace (str.lstrip strips what \s matches)
+    m = _LIST_REV.match(before) if "[" in before and before.lstrip()[:1] in (",", "[") else None
     if m is not None:
         name = m.group("name")[::-1].lstrip("0123456789.-")
         if name:

@@ -45,9 +45,12 @@ _CALL_AT_END = re.compile(r"(?:it|describe)$", re.I)
 
 
 @lru_cache(maxsize=8192)
-def _has_assert(line: str) -> bool:
-    """_ASSERT finds a match within this one line (cached: the same lines are neighbours of many values)."""
-    return _has_assert_word(line)
+def _assert_kind(line: str) -> int:
+    """2: _ASSERT finds a match within this one line; 1: it does not, but the line ends with an `it`/`describe`;
+    0: neither (cached: the same lines are neighbours of many values)."""
+    if _has_assert_word(line):
+        return 2
+    return 1 if _CALL_AT_END.search(line.rstrip()[-8:]) else 0
 
 
 def _assert_between(text: str, lo: int, hi: int) -> bool:
@@ -56,19 +59,16 @@ def _assert_between(text: str, lo: int, hi: int) -> bool:
     `it`/`describe` at a line's end is followed by its `(` on a later line, where the span is searched whole."""
     lines = text[lo:hi].split("\n")
     # map() over the cached function when every line fits the cache (almost always): no Python frame per line
-    if any(map(_has_assert, lines)) if max(map(len, lines)) <= CACHED_LINE else \
-            any(per_line(_has_assert, x) for x in lines):
-        return True
-    if any(_CALL_AT_END.search(x.rstrip()[-8:]) for x in lines):
-        return _ASSERT.search(text, lo, hi) is not None
-    return False
+    kind = max(map(_assert_kind, lines)) if max(map(len, lines)) <= CACHED_LINE else \
+        max(per_line(_assert_kind, x) for x in lines)
+    return kind == 2 or (kind == 1 and _ASSERT.search(text, lo, hi) is not None)
 
 
 def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group: str,
                     fences: list[int] | None) -> list[str]:
     """Flags of the line at text[line_start:line_end] from itself and its NEAR neighbours on each side."""
     out = []
-    if per_line(_has_assert, line):
+    if per_line(_assert_kind, line) == 2:
         out.append("assert_line")
     else:
         lo = line_start
@@ -91,7 +91,7 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
 
 def clear_caches() -> None:
     """Empty the line cache (a benchmark's repeat starts cold, like a fresh process)."""
-    _has_assert.cache_clear()
+    _assert_kind.cache_clear()
 
 
 def values_per_name(text: str, cands) -> dict[str, int]:

@@ -97,6 +97,7 @@ _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|chan
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
+# (every alternative of _TEMPLATE holds "<", "$", "{", "%", "env" or "ENV": placeholder_reason tests those first)
 _LABEL_WORD = re.compile(r"[A-ZÀ-Þ][a-zß-ÿ]+")
 _REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
 
@@ -116,7 +117,8 @@ def placeholder_reason(value: str) -> str | None:
     v = value.strip()
     if len(set(v.lower())) <= 2 or set(v) <= set("xX*.#-_0 "):
         return "placeholder"
-    if _TEMPLATE.search(v) or _has_placeholder_word(v) or _WEAK_DEFAULT.match(v):
+    if (("<" in v or "$" in v or "{" in v or "%" in v or "env" in v or "ENV" in v) and _TEMPLATE.search(v)) or \
+            _has_placeholder_word(v) or _WEAK_DEFAULT.match(v):
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value
