@@ -101,3 +101,14 @@ def values_per_name(text: str, cands) -> dict[str, int]:
         if c.name:
             seen[c.name].add(text[c.start:c.end])
     return {n: len(v) for n, v in seen.items()}
+
+
+def value_extents(text: str, cands) -> dict[str, tuple[int, int]]:
+    """The lowest and the highest start of each candidate value in the file: a value that another candidate
+    holds where it does not overlap this one repeats in the file, known without searching the text for it."""
+    out: dict[str, tuple[int, int]] = {}
+    for c in cands:
+        v = text[c.start:c.end]
+        lo_hi = out.get(v)
+        out[v] = (c.start, c.start) if lo_hi is None else (min(lo_hi[0], c.start), max(lo_hi[1], c.start))
+    return out

@@ -325,9 +325,10 @@ def _shape_part(cls: str, shape: tuple[str, ...], group: str, op: str, quoted: b
 
 
 def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int,
-             n_values: int = 1) -> list[str]:
+             n_values: int = 1, repeated: bool = False) -> list[str]:
     """Features of candidate c; `line_info` from line_features (plus secret_context's neighbour flags),
-    `n_in_line` candidates on its line, `n_values` distinct values bound to its name in the file."""
+    `n_in_line` candidates on its line, `n_values` distinct values bound to its name in the file; `repeated`:
+    the caller knows the value is also elsewhere in the text (else the text is searched for it)."""
     v = c.value(text)
     op = c.op
     group = EXT_GROUP.get(ext.lower(), "other")
@@ -361,6 +362,6 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
             f.append("glued")
     elif before.rfind("<") > before.rfind(">"):
         f.append("in_tag")  # an attribute of an XML/HTML element: <add key="name" value="...">
-    if len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0):
+    if len(v) >= 3 and (repeated or text.find(v) < c.start or text.find(v, c.end) >= 0):
         f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
     return f

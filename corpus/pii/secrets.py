@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .secret_candidates import NOT_A_PORT, Candidate, candidates, folded_search
-from .secret_context import fence_starts, neighbour_flags, values_per_name
+from .secret_context import fence_starts, neighbour_flags, value_extents, values_per_name
 from . import secret_candidates, secret_context, secret_features
 from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
 from .secret_model import load, probability
@@ -233,6 +233,7 @@ def candidate_features(text: str, ext: str = "", skip=None):
     cands = candidates(text)
     per_line = Counter(c.line for c in cands)  # counted over all candidates, skipped ones included
     n_values = values_per_name(text, cands) if cands else {}
+    extents = value_extents(text, cands)
     group = EXT_GROUP.get(ext.lower(), "other")
     fences = fence_starts(text) if cands and group == "doc" else None
     line_cache: dict[int, tuple] = {}
@@ -246,7 +247,9 @@ def candidate_features(text: str, ext: str = "", skip=None):
             e = len(text) if e < 0 else e
             lw, flags = line_features(text[s:e])
             line_cache[c.line] = (lw, flags + neighbour_flags(text, s, e, text[s:e], group, fences))
-        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line], n_values.get(c.name, 1))
+        lowest, highest = extents[text[c.start:c.end]]
+        repeated = lowest <= c.start - (c.end - c.start) or highest >= c.end  # another candidate, not overlapping c
+        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line], n_values.get(c.name, 1), repeated)
 
 
 def _model_kind(c: Candidate, text: str) -> str:
