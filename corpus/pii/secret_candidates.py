@@ -52,17 +52,17 @@ _ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}
 _BARE = re.compile(r"(?<![A-Za-z_$@])(?P<name>" + _NAME + r"+)(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
 _FLAG = re.compile(r"(?:^|\s)(?=[-isupac#\\])(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
-# a line can hold a _FLAG match only if it holds one of these (lower case)
-_FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
+# a line can hold a _FLAG match only if it holds "-", "identified", "set", "pass", "user", "auth" or "#define" in
+# lower case (tested before the search)
 # a URL's "password" that is a port followed by #, ? or \ (`http://host:80#@evil/`, a parser-confusion trick in
 # security notes) is not a password; shared with secrets.py's url_credentials pattern
 NOT_A_PORT = r"(?!\d{1,5}[#?\\])"
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>" + NOT_A_PORT + r"[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
 _AUTH = re.compile(r"(?=[btdoaks])\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
-# _AUTH's scheme names in lower case: an ASCII line holds one of them wherever _AUTH matches (with re.I a
-# non-ASCII letter can match one, e.g. the long s for "s", so other lines are always searched)
-_AUTH_WORDS = ("basic", "bearer", "token", "digest", "oauth", "key", "ssws")
+# an ASCII line where _AUTH matches holds one of its scheme names in lower case (key, token, basic, bearer,
+# digest, oauth, ssws: tested before the search); with re.I a non-ASCII letter can match one (the long s
+# matches "s"), so other lines are always searched
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")
 _SHAPE = re.compile(
     r"(?=[A-Za-z0-9+/_\-])(?:(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
@@ -189,7 +189,8 @@ def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = Fal
     `has_token`: whether the line holds a run of 20+ token characters, when the caller knows (None: search)."""
     if has_token is None:
         has_token = _LONG_TOKEN.search(line) is not None
-    found = per_line(_line_values, line, shapes_only, has_token)
+    found = _line_values(line, shapes_only, has_token) if len(line) <= CACHED_LINE else \
+        _line_values.__wrapped__(line, shapes_only, has_token)  # per_line, without its frame
     return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
 
 
@@ -225,7 +226,8 @@ def _line_values(line: str, shapes_only: bool, has_token: bool) -> tuple[tuple[i
             for m in _URL.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
         lowered = part.lower()
-        if " " in part and (not part.isascii() or any(w in lowered for w in _AUTH_WORDS)):
+        if " " in part and (not part.isascii() or "key" in lowered or "token" in lowered or "basic" in lowered or
+                            "bearer" in lowered or "digest" in lowered or "oauth" in lowered or "ssws" in lowered):
             for m in _AUTH.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
         if "</" in part:
@@ -254,7 +256,8 @@ def _line_values(line: str, shapes_only: bool, has_token: bool) -> tuple[tuple[i
             if val:
                 add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
                     m.group("op"), "")
-        for m in (_FLAG.finditer(part) if any(k in lowered for k in _FLAG_WORDS) else ()):
+        for m in (_FLAG.finditer(part) if "-" in lowered or "pass" in lowered or "user" in lowered or "set" in lowered
+                  or "auth" in lowered or "identified" in lowered or "#define" in lowered else ()):
             val, start = m.group("val"), ws + m.start("val")
             if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
                 start += val.index(":") + 1

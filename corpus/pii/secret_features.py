@@ -339,8 +339,9 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     f += _shape_part(cls, shape, group, op, bool(c.quote))
     lw, flags = line_info
     f += _line_words(lw, known)
-    f += flags
-    f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
+    if flags:  # (most lines have none: no list built for them)
+        f += flags
+        f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
     if "digits" in shape:  # a six-digit one-time code or a PIN differs from a long numeric secret
         f += [f"digits&{size}", f"{cls}&digits&{size}"]
     if "derived" in base:  # how a derived value (a hash, a public key) looks: a hex digest, a DER key
@@ -355,7 +356,8 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     before = text[c.start - start_in_line:c.start]
     in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
     f.append(f"in_string={in_string}&q={bool(c.quote)}")
-    f += [f"{fl}&in_string={in_string}" for fl in flags if fl in ("assert_line", "near_assert")]
+    if flags:
+        f += [f"{fl}&in_string={in_string}" for fl in flags if fl in ("assert_line", "near_assert")]
     if not c.quote:  # an unquoted value cut out of a longer run ("...$salt$hash", "67f4...(...)...")
         after = text[c.end:c.end + 1]
         if (before[-1:] and before[-1] in _GLUE) or (after and after in _GLUE):
