@@ -214,7 +214,7 @@ def _line_values(line: str, shapes_only: bool, has_token: bool) -> tuple[tuple[i
         if e > s and (s, e) not in out and worth_scoring(line[s:e], name, op):
             out[(s, e)] = (s, e, name, op, quote)
 
-    for ws, we in _windows(line):
+    for ws, we in ((0, len(line)),) if len(line) <= MAX_LINE else _windows(line):
         part = line[ws:we]
         if shapes_only:
             for m in _SHAPE.finditer(part):
@@ -317,8 +317,13 @@ def candidates(text: str) -> list[Candidate]:
         end = len(text) if end < 0 else end
         lineno += text.count("\n", counted, start)
         counted = start
-        # the runs are known (tokens): the next one from pos on is in this line or after it
-        out += line_candidates(text[start:end], start, lineno, cue >= end, token < end)
+        # line_candidates inlined (a Python frame per selected line saved); the long-token runs are known (tokens):
+        # the next one from pos on is in this line or after it
+        line = text[start:end]
+        found = _line_values(line, cue >= end, token < end) if end - start <= CACHED_LINE else \
+            _line_values.__wrapped__(line, cue >= end, token < end)
+        if found:
+            out += [Candidate(start + s, start + e, lineno, name, op, quote) for s, e, name, op, quote in found]
         pos = end + 1  # one search per selected line, from the next line on
         if cue < pos:
             cue = (m.start() if (m := _LINE_CUE.search(lower, pos)) is not None else none)

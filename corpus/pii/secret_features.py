@@ -329,7 +329,7 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     """Features of candidate c; `line_info` from line_features (plus secret_context's neighbour flags),
     `n_in_line` candidates on its line, `n_values` distinct values bound to its name in the file; `repeated`:
     the caller knows the value is also elsewhere in the text (else the text is searched for it)."""
-    v = c.value(text)
+    v = text[c.start:c.end]
     op = c.op
     group = EXT_GROUP.get(ext.lower(), "other")
     cls, words, base, known = _name_part(c.name, op, bool(c.quote), group)
