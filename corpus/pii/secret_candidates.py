@@ -52,14 +52,17 @@ _ESC_QUOTED = re.compile(r'\\"(?P<val>[^"\\\n]{1,300})\\"')  # "{\"pass\":\"x\"}
 _BARE = re.compile(r"(?<![A-Za-z_$@])(?P<name>" + _NAME + r"+)(?P<nq>[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?P<val>[^\s\"'`,;&<>(){}\[\]|]{1,600})")
 _FLAG = re.compile(r"(?:^|\s)(?=[-isupac#\\])(?P<name>--?[A-Za-z][\w\-]{0,30}|identified\s+by|set\s+\w+|PASS|USER|AUTH|ConvertTo-SecureString|\#define\s+\w+|\\set\s+\w+|PASSWORD|IDENTIFIED\s+(?:WITH\s+\w+\s+)?BY)"
                    r"[ \t=]+(?P<q>[\"']?)(?P<val>[^\s\"']{1,300})(?P=q)", re.I)
-# a line can hold a _FLAG match only if it holds one of these (lower case)
-_FLAG_WORDS = ("-", "identified", "set", "pass", "user", "auth", "#define")
+# a line can hold a _FLAG match only if it holds "-", "identified", "set", "pass", "user", "auth" or "#define" in
+# lower case (tested before the search)
 # a URL's "password" that is a port followed by #, ? or \ (`http://host:80#@evil/`, a parser-confusion trick in
 # security notes) is not a password; shared with secrets.py's url_credentials pattern
 NOT_A_PORT = r"(?!\d{1,5}[#?\\])"
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]{1,20}://(?P<user>[^\s:/@\"'<>]{0,64}):(?P<val>" + NOT_A_PORT + r"[^\s@/\"'<>]{1,128})@"
                   r"[A-Za-z0-9.\-\[%${<]", re.I)
 _AUTH = re.compile(r"(?=[btdoaks])\b(?P<name>Basic|Bearer|Token|Digest|OAuth|ApiKey|Key|SSWS)\s+(?P<val>[A-Za-z0-9+/=._\-~:]{6,})", re.I)
+# an ASCII line where _AUTH matches holds one of its scheme names in lower case (key, token, basic, bearer,
+# digest, oauth, ssws: tested before the search); with re.I a non-ASCII letter can match one (the long s
+# matches "s"), so other lines are always searched
 _XML = re.compile(r"<(?P<name>[A-Za-z_][\w\-.:]{0,60})(?:\s[^<>]*)?>(?P<val>[^<>\n]{1,400})</(?P=name)>")
 _SHAPE = re.compile(
     r"(?=[A-Za-z0-9+/_\-])(?:(?P<jwt>eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{2,}(?:\.[A-Za-z0-9_\-]*)?)"
@@ -80,6 +83,20 @@ class Candidate(NamedTuple):  # a named tuple, not a frozen dataclass: 10x cheap
         return text[self.start:self.end]
 
 
+def folded_search(pattern: re.Pattern):
+    """A test equal to `pattern.search(s) is not None`, for a case-insensitive pattern written in lower case,
+    2-4x faster on ASCII text: an ASCII string is lowered and searched by the same pattern without re.I
+    (which folds the case of every character it compares). Other strings go to the pattern itself: re.I
+    also matches some non-ASCII letters to ASCII ones (the long s to "s", the Kelvin sign to "k")."""
+    if not pattern.flags & re.I or re.search(r"(?<!\\)[A-Z]", pattern.pattern):
+        raise ValueError(f"not a lower-case re.I pattern: {pattern.pattern[:60]}")
+    plain = re.compile(pattern.pattern, pattern.flags & ~re.I)
+
+    def found(s: str) -> bool:
+        return (plain.search(s.lower()) if s.isascii() else pattern.search(s)) is not None
+    return found
+
+
 # the binding read backwards from the value's opening quote: [call(] op [quote] name
 _BOUND_REV = re.compile(r"\\?@?\s*(?:\(\w+(?:\s+wen)?|[rbuf](?=[\s=:,(]))?\s*"
                         r"(?P<op>=:|>=|>-|===|==!|==|=!|=\|\||=\?\?|=(?:\s*[\w&<>\[\].|?*]{1,40}\s*:(?!:))?|:|,|\()\s*"
@@ -88,6 +105,7 @@ _CALLEE_REV = re.compile(r"[^()]{0,80}?\((?P<callee>[\w.\-]{1,60})")
 _CRED_WORD = re.compile(r"pass|pwd|pw\b|secret|token|key|auth|cred|nonce|salt|otp|seed|session|cookie|login|sign|"
                         r"hmac|bearer|basic|private|cipher|crypt|pin\b|api|appid|app_id|client|access|identified|user|secure",
                         re.I)
+_has_cred_word = folded_search(_CRED_WORD)
 
 
 # a value inside a list bound to a name: "tokens": ["a", "b"]
@@ -98,7 +116,8 @@ _LIST_REV = re.compile(r"\s*(?:,\s*(?:\"[^\"\n]{0,100}\"|'[^'\n]{0,100}')\s*){0,
 def _binding(line: str, at: int) -> tuple[str, str]:
     """(name, op) of the identifier bound to a value that starts at `at` (the opening quote)."""
     before = line[max(0, at - 400):at][::-1]
-    m = _LIST_REV.match(before)
+    # _LIST_REV needs a "," or "[" first after whitespace (str.lstrip strips what \s matches)
+    m = _LIST_REV.match(before) if "[" in before and before.lstrip()[:1] in (",", "[") else None
     if m is not None:
         name = m.group("name")[::-1].lstrip("0123456789.-")
         if name:
@@ -130,7 +149,7 @@ def _classes(value: str) -> tuple[bool, bool, bool]:
 @lru_cache(maxsize=16384)
 def cred_name(name: str) -> bool:
     """The name holds a credential word (cached: a file binds many values to few names)."""
-    return _CRED_WORD.search(name) is not None
+    return _has_cred_word(name)
 
 
 def worth_scoring(value: str, name: str, op: str) -> bool:
@@ -139,11 +158,11 @@ def worth_scoring(value: str, name: str, op: str) -> bool:
     shape; an unnamed long token only when it looks random (most are identifiers and paths)."""
     if len(value) < 3 or (" " in value and op != "auth") or "\t" in value:
         return False
-    if not value.isascii() and sum(not c.isascii() for c in value) > 2:
+    if not value.isascii() and len(value) - sum(map(str.isascii, value)) > 2:  # (map: no Python frame per character)
         return False  # text in another script; one or two non-ASCII characters can be in a password
     if op == "shape:token":
         lower, upper, digit = _classes(value)
-        return (lower and upper and digit and sum(c.isdigit() for c in value) >= 2) or \
+        return (lower and upper and digit and sum(map(str.isdigit, value)) >= 2) or \
             (len(value) >= 32 and _HEXISH.fullmatch(value) is not None)
     if op in ("url", "auth", "xml") or op.startswith("shape:"):
         return True
@@ -163,10 +182,15 @@ def _windows(line: str) -> list[tuple[int, int]]:
     return out[:MAX_WINDOWS]
 
 
-def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False) -> list[Candidate]:
+def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = False,
+                    has_token: bool | None = None) -> list[Candidate]:
     """Candidates of one line (without its newline) that starts at `offset` in the text; with
-    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape."""
-    found = per_line(_line_values, line, shapes_only)
+    `shapes_only` (a line with a long token but no credential word) only the tokens with a shape.
+    `has_token`: whether the line holds a run of 20+ token characters, when the caller knows (None: search)."""
+    if has_token is None:
+        has_token = _LONG_TOKEN.search(line) is not None
+    found = _line_values(line, shapes_only, has_token) if len(line) <= CACHED_LINE else \
+        _line_values.__wrapped__(line, shapes_only, has_token)  # per_line, without its frame
     return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
 
 
@@ -181,15 +205,16 @@ def per_line(cached, line: str, *args):
 
 
 @lru_cache(maxsize=4096)
-def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str, str], ...]:
-    """(start, end, name, op, quote) of each candidate value of a line, offsets within the line."""
+def _line_values(line: str, shapes_only: bool, has_token: bool) -> tuple[tuple[int, int, str, str, str], ...]:
+    """(start, end, name, op, quote) of each candidate value of a line, offsets within the line; `has_token`:
+    the line holds a _LONG_TOKEN match (a function of the line, so the cache stays right)."""
     out: dict[tuple[int, int], tuple[int, int, str, str, str]] = {}
 
     def add(s, e, name, op, quote):
         if e > s and (s, e) not in out and worth_scoring(line[s:e], name, op):
             out[(s, e)] = (s, e, name, op, quote)
 
-    for ws, we in _windows(line):
+    for ws, we in ((0, len(line)),) if len(line) <= MAX_LINE else _windows(line):
         part = line[ws:we]
         if shapes_only:
             for m in _SHAPE.finditer(part):
@@ -200,13 +225,15 @@ def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str
         if "://" in part:
             for m in _URL.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("user") or "url", "url", "")
-        if " " in part:
+        lowered = part.lower()
+        if " " in part and (not part.isascii() or "key" in lowered or "token" in lowered or "basic" in lowered or
+                            "bearer" in lowered or "digest" in lowered or "oauth" in lowered or "ssws" in lowered):
             for m in _AUTH.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name").lower(), "auth", "")
         if "</" in part:
             for m in _XML.finditer(part):
                 add(ws + m.start("val"), ws + m.end("val"), m.group("name"), "xml", "")
-        for m in _QUOTED.finditer(part):
+        for m in (_QUOTED.finditer(part) if '"' in part or "'" in part or "`" in part else ()):
             name, op = _binding(part, m.start())
             add(ws + m.start("val"), ws + m.end("val"), name, op, m.group("q"))
         if "'" in part and '"' in part:
@@ -224,18 +251,23 @@ def _line_values(line: str, shapes_only: bool) -> tuple[tuple[int, int, str, str
             for m in _ESC_QUOTED.finditer(part):
                 name, op = _binding(part, m.start() + 1)
                 add(ws + m.start("val"), ws + m.end("val"), name, op, '"')
-        for m in _BARE.finditer(part):
+        for m in (_BARE.finditer(part) if "=" in part or ":" in part else ()):
             val = m.group("val").rstrip(".")
             if val:
                 add(ws + m.start("val"), ws + m.start("val") + len(val), m.group("name").rstrip(".[]"),
                     m.group("op"), "")
-        lowered = part.lower()
-        for m in (_FLAG.finditer(part) if any(k in lowered for k in _FLAG_WORDS) else ()):
+        for m in (_FLAG.finditer(part) if "-" in lowered or "pass" in lowered or "user" in lowered or "set" in lowered
+                  or "auth" in lowered or "identified" in lowered or "#define" in lowered else ()):
             val, start = m.group("val"), ws + m.start("val")
             if m.group("name").lower() in ("-u", "--user") and ":" in val:  # curl --user admin:password
                 start += val.index(":") + 1
             add(start, ws + m.end("val"), m.group("name"), "flag", m.group("q"))
-        for m in (_SHAPE.finditer(part) if _LONG_TOKEN.search(part) else ()):
+        # a window of a long line is searched itself (its first character may be inside a run)
+        if has_token if we == len(line) and ws == 0 else _LONG_TOKEN.search(part):
+            shapes = _SHAPE.finditer(part)
+        else:
+            shapes = ()
+        for m in shapes:
             kind = m.lastgroup
             name, op = _binding(part, m.start() - (m.start() > 0 and part[m.start() - 1] in "\"'`"))
             add(ws + m.start(), ws + m.end(), name, f"shape:{kind}" if op == "none" else op, "")
@@ -255,12 +287,11 @@ _TOKEN_RUN = b"t" * 20
 
 
 def long_token_starts(text: str) -> list[int]:
-    """Where each run of 20+ token characters starts (the matches of _LONG_TOKEN), in order. In an ASCII
-    text the runs are found with bytes.find over the text mapped to token / other bytes (the first 20 token
+    """Where each run of 20+ token characters starts (the matches of _LONG_TOKEN), in order. The runs are
+    found with bytes.find over the text mapped to one token / other byte per character (the first 20 token
     bytes in a row start a run, since the byte before them is not one), 5x faster than the regex."""
-    if not text.isascii():
-        return [m.start() for m in _LONG_TOKEN.finditer(text)]
-    mapped = text.encode("ascii").translate(_TOKEN_CLASS)
+    # "replace" writes one "?" (not a token byte) for each non-ASCII character, so offsets stay character offsets
+    mapped = text.encode("ascii", "replace").translate(_TOKEN_CLASS)
     out, at = [], mapped.find(_TOKEN_RUN)
     while at >= 0:
         out.append(at)
@@ -286,7 +317,13 @@ def candidates(text: str) -> list[Candidate]:
         end = len(text) if end < 0 else end
         lineno += text.count("\n", counted, start)
         counted = start
-        out += line_candidates(text[start:end], start, lineno, shapes_only=cue >= end)
+        # line_candidates inlined (a Python frame per selected line saved); the long-token runs are known (tokens):
+        # the next one from pos on is in this line or after it
+        line = text[start:end]
+        found = _line_values(line, cue >= end, token < end) if end - start <= CACHED_LINE else \
+            _line_values.__wrapped__(line, cue >= end, token < end)
+        if found:
+            out += [Candidate(start + s, start + e, lineno, name, op, quote) for s, e, name, op, quote in found]
         pos = end + 1  # one search per selected line, from the next line on
         if cue < pos:
             cue = (m.start() if (m := _LINE_CUE.search(lower, pos)) is not None else none)

@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from .secret_candidates import per_line
+from .secret_candidates import CACHED_LINE, folded_search, per_line
 
 # an assertion or an expectation: the values on or near such a line are expected outputs (test vectors)
 _ASSERT = re.compile(r"(?=[aestvdi])\b(?:assert\w*|expect\w*|should\w*|to(?:be|equal)\w*|deep_?equal\w*|"
@@ -28,6 +28,7 @@ _ASSERT = re.compile(r"(?=[aestvdi])\b(?:assert\w*|expect\w*|should\w*|to(?:be|e
 _HASH = re.compile(r"(?=[hdsmbacpk])(?:hash\w*|digest|sha\d*|md5|bcrypt|argon2\w*|scrypt|pbkdf2\w*|crypt\b|"
                    r"checksum|compare\w*|kdf)", re.I)
 # a command shown with its shell prompt (docs, security notes): `$ cmd`, `PS> cmd`, `C:\> cmd`, `user@host$ cmd`
+_has_assert_word, _has_hash_word = folded_search(_ASSERT), folded_search(_HASH)
 _PROMPT = re.compile(r"^\s*(?:\$\s|PS[ >]|[A-Z]:\\[^>\n]{0,80}>|>>>\s|[\w.\-]+@[\w.\-]+(?::[^$#\n]{0,80})?[$#]\s)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)", re.M)
 NEAR = 3  # lines either side that count as the candidate's neighbourhood
@@ -44,9 +45,12 @@ _CALL_AT_END = re.compile(r"(?:it|describe)$", re.I)
 
 
 @lru_cache(maxsize=8192)
-def _has_assert(line: str) -> bool:
-    """_ASSERT finds a match within this one line (cached: the same lines are neighbours of many values)."""
-    return _ASSERT.search(line) is not None
+def _assert_kind(line: str) -> int:
+    """2: _ASSERT finds a match within this one line; 1: it does not, but the line ends with an `it`/`describe`;
+    0: neither (cached: the same lines are neighbours of many values)."""
+    if _has_assert_word(line):
+        return 2
+    return 1 if _CALL_AT_END.search(line.rstrip()[-8:]) else 0
 
 
 def _assert_between(text: str, lo: int, hi: int) -> bool:
@@ -54,18 +58,17 @@ def _assert_between(text: str, lo: int, hi: int) -> bool:
     result: a match within one line is a match in the span, and a span without one has a match only if an
     `it`/`describe` at a line's end is followed by its `(` on a later line, where the span is searched whole."""
     lines = text[lo:hi].split("\n")
-    if any(per_line(_has_assert, x) for x in lines):
-        return True
-    if any(_CALL_AT_END.search(x.rstrip()[-8:]) for x in lines):
-        return _ASSERT.search(text, lo, hi) is not None
-    return False
+    # map() over the cached function when every line fits the cache (almost always): no Python frame per line
+    kind = max(map(_assert_kind, lines)) if max(map(len, lines)) <= CACHED_LINE else \
+        max(per_line(_assert_kind, x) for x in lines)
+    return kind == 2 or (kind == 1 and _ASSERT.search(text, lo, hi) is not None)
 
 
 def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group: str,
                     fences: list[int] | None) -> list[str]:
     """Flags of the line at text[line_start:line_end] from itself and its NEAR neighbours on each side."""
     out = []
-    if per_line(_has_assert, line):
+    if per_line(_assert_kind, line) == 2:
         out.append("assert_line")
     else:
         lo = line_start
@@ -77,7 +80,7 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
             hi = len(text) if nxt < 0 else nxt
         if _assert_between(text, lo, line_start) or _assert_between(text, min(line_end, len(text)), hi):
             out.append("near_assert")
-    if _HASH.search(line):
+    if _has_hash_word(line):
         out.append("hash_line")
     if _PROMPT.match(line):
         out.append("prompt")
@@ -88,7 +91,7 @@ def neighbour_flags(text: str, line_start: int, line_end: int, line: str, group:
 
 def clear_caches() -> None:
     """Empty the line cache (a benchmark's repeat starts cold, like a fresh process)."""
-    _has_assert.cache_clear()
+    _assert_kind.cache_clear()
 
 
 def values_per_name(text: str, cands) -> dict[str, int]:
@@ -98,3 +101,14 @@ def values_per_name(text: str, cands) -> dict[str, int]:
         if c.name:
             seen[c.name].add(text[c.start:c.end])
     return {n: len(v) for n, v in seen.items()}
+
+
+def value_extents(text: str, cands) -> dict[str, tuple[int, int]]:
+    """The lowest and the highest start of each candidate value in the file: a value that another candidate
+    holds where it does not overlap this one repeats in the file, known without searching the text for it."""
+    out: dict[str, tuple[int, int]] = {}
+    for c in cands:
+        v = text[c.start:c.end]
+        lo_hi = out.get(v)
+        out[v] = (c.start, c.start) if lo_hi is None else (min(lo_hi[0], c.start), max(lo_hi[1], c.start))
+    return out

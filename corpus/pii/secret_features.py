@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from .secret_candidates import Candidate, per_line
+from .secret_candidates import Candidate, folded_search, per_line
 
 # name words (after splitting snake/camel/kebab/dotted names) that carry meaning for credentials
 NAME_WORDS = frozenset("""
@@ -70,7 +70,10 @@ _PLACEHOLDER = re.compile(r"(?=[cryesdpftmix*.lnuqhabgw])(?:change.?me|change.?t
                           r"undefined|true|false|invalid|wrong|bad|incorrect|expired|empty|blank)", re.I)
 _CODE_WORDS = re.compile(r"(?=[aestidmhcvbf])\b(?:assert\w*|expect|should|test|it|describe|mock|stub|hash\w*|encrypt\w*|decrypt\w*|"
                          r"compare|verify|validate|sign|bcrypt|md5|sha\d*|example|sample|default|fake|dummy)\b", re.I)
-_FILE_EXT = re.compile(r"\.\w{2,4}$")
+_has_placeholder_word, _has_code_word = folded_search(_PLACEHOLDER), folded_search(_CODE_WORDS)
+_FILE_EXT = re.compile(r"\.\w{2,4}$")  # its "." is among the last 7 characters (6, or 7 before a final newline)
+# every alternative of _TEMPLATE holds one of these: a value without any is searched no further
+_TEMPLATE_CHARS = frozenset("${%<#@_")
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*|<!--|--|;|%|rem\b)")
 
 EXT_GROUP = {}
@@ -87,21 +90,42 @@ for _g, _exts in {
         EXT_GROUP[_e] = _g
 
 
-_COMPOUND = re.compile(r"(password|passwd|passphrase|secret|token|apikey|key|pwd|pass|auth|nonce|salt|seed)$")
+_COMPOUND_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "key", "pwd", "pass", "auth",
+                   "nonce", "salt", "seed")
+_COMPOUND = re.compile("(" + "|".join(_COMPOUND_WORDS) + ")$")  # all in NAME_WORDS
+
+
+def _camel_break(m: re.Match) -> str:
+    return (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4))
 
 
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> tuple[str, ...]:
     """Words of an identifier; a glued compound (ADMINPASSWORD, refreshtoken) also gives its credential word."""
-    name = _CAMEL.sub(lambda m: (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4)), name.lstrip("$@-"))
+    name = _CAMEL.sub(_camel_break, name.lstrip("$@-"))
     out = []
     for w in _SPLIT.split(name.lower()):
         if not w:
             continue
         out.append(w)
-        if w not in NAME_WORDS and (m := _COMPOUND.search(w)) and len(w) > len(m.group()):
-            out.append(m.group())
+        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):  # (a word is letters only: no "\n" for `$`)
+            m = _COMPOUND.search(w)
+            if len(w) > len(m.group()):
+                out.append(m.group())
     return tuple(out)
+
+
+def _known_words(text: str) -> frozenset:
+    """frozenset(name_words(text)) & NAME_WORDS, for a whole line: each distinct word once, and without
+    name_words' cache (a line would only evict the names from it)."""
+    words = set(_SPLIT.split(_CAMEL.sub(_camel_break, text.lstrip("$@-")).lower()))
+    known = words & NAME_WORDS
+    for w in words:
+        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):
+            m = _COMPOUND.search(w)
+            if len(w) > len(m.group()):
+                known.add(m.group())
+    return frozenset(known)
 
 
 _CLOGC = [0.0] + [c * math.log2(c) for c in range(1, 4097)]  # c*log2(c), summed in C by map() below
@@ -208,13 +232,13 @@ def value_shape(v: str) -> tuple[str, ...]:
         out.append("space")
     if not v.isascii():
         out.append("non_ascii")
-    if _TEMPLATE.search(v):
+    if not chars.isdisjoint(_TEMPLATE_CHARS) and _TEMPLATE.search(v):
         out.append("template")
-    if _PLACEHOLDER.search(v):
+    if _has_placeholder_word(v):
         out.append("placeholder_word")
     if _IDENT.match(v):
         out.append("identifier")
-    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or _FILE_EXT.search(v):
+    if "://" in v or v.startswith(("/", "./", "../", "~/", "http")) or ("." in v[-7:] and _FILE_EXT.search(v)):
         out.append("path_or_url")
     if "(" in v or ")" in v:
         out.append("paren")
@@ -253,11 +277,11 @@ def line_features(line: str) -> tuple[frozenset, list[str]]:
 
 @lru_cache(maxsize=4096)  # a fifth of the lines read repeat one read before (imports, headers, settings)
 def _line_features(line: str) -> tuple[frozenset, tuple[str, ...]]:
-    lw = frozenset(name_words(line[:300])) & NAME_WORDS
+    lw = _known_words(line[:300])
     out = []
     if _COMMENT.match(line):
         out.append("comment")
-    if _CODE_WORDS.search(line):
+    if _has_code_word(line):
         out.append("code_word")
     return lw, tuple(out)
 
@@ -301,10 +325,11 @@ def _shape_part(cls: str, shape: tuple[str, ...], group: str, op: str, quoted: b
 
 
 def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ext: str, n_in_line: int,
-             n_values: int = 1) -> list[str]:
+             n_values: int = 1, repeated: bool = False) -> list[str]:
     """Features of candidate c; `line_info` from line_features (plus secret_context's neighbour flags),
-    `n_in_line` candidates on its line, `n_values` distinct values bound to its name in the file."""
-    v = c.value(text)
+    `n_in_line` candidates on its line, `n_values` distinct values bound to its name in the file; `repeated`:
+    the caller knows the value is also elsewhere in the text (else the text is searched for it)."""
+    v = text[c.start:c.end]
     op = c.op
     group = EXT_GROUP.get(ext.lower(), "other")
     cls, words, base, known = _name_part(c.name, op, bool(c.quote), group)
@@ -314,8 +339,9 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     f += _shape_part(cls, shape, group, op, bool(c.quote))
     lw, flags = line_info
     f += _line_words(lw, known)
-    f += flags
-    f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
+    if flags:  # (most lines have none: no list built for them)
+        f += flags
+        f += [f"{fl}&{cls}" for fl in flags]  # an asserted or hashed value under a credential name is a fixture
     if "digits" in shape:  # a six-digit one-time code or a PIN differs from a long numeric secret
         f += [f"digits&{size}", f"{cls}&digits&{size}"]
     if "derived" in base:  # how a derived value (a hash, a public key) looks: a hex digest, a DER key
@@ -330,13 +356,14 @@ def features(c: Candidate, text: str, line_info: tuple[frozenset, list[str]], ex
     before = text[c.start - start_in_line:c.start]
     in_string = (before.count('"') - before.count('\\"')) % 2 == 1 or before.count("`") % 2 == 1
     f.append(f"in_string={in_string}&q={bool(c.quote)}")
-    f += [f"{fl}&in_string={in_string}" for fl in flags if fl in ("assert_line", "near_assert")]
+    if flags:
+        f += [f"{fl}&in_string={in_string}" for fl in flags if fl in ("assert_line", "near_assert")]
     if not c.quote:  # an unquoted value cut out of a longer run ("...$salt$hash", "67f4...(...)...")
         after = text[c.end:c.end + 1]
         if (before[-1:] and before[-1] in _GLUE) or (after and after in _GLUE):
             f.append("glued")
     elif before.rfind("<") > before.rfind(">"):
         f.append("in_tag")  # an attribute of an XML/HTML element: <add key="name" value="...">
-    if len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0):
+    if len(v) >= 3 and (repeated or text.find(v) < c.start or text.find(v, c.end) >= 0):
         f.append(f"repeats&q={bool(c.quote)}")  # a variable used again, or a fixture value checked later
     return f

@@ -26,8 +26,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .secret_candidates import NOT_A_PORT, Candidate, candidates
-from .secret_context import fence_starts, neighbour_flags, values_per_name
+from .secret_candidates import NOT_A_PORT, Candidate, candidates, folded_search
+from .secret_context import fence_starts, neighbour_flags, value_extents, values_per_name
 from . import secret_candidates, secret_context, secret_features
 from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
 from .secret_model import load, probability
@@ -91,11 +91,13 @@ _GUARDS = {"stripe_key": ("k_live_", "k_test_"), "telegram_bot_token": (":AA",),
 _PLACEHOLDER_WORDS = re.compile(  # (?=[...]): the alternatives' first letters, tested once per position
     r"(?=[cryesdpftmix*.ln_])(?:changeme|change_me|change-me|changethis|replace|your|example|sample|dummy|placeholder|fake|mock|"
     r"todo|fixme|redacted|insert|enter_|_here|xxxx|\*\*\*|\.\.\.|lorem|notreal|not_real|not-a-|foobar)", re.I)
+_has_placeholder_word = folded_search(_PLACEHOLDER_WORDS)
 _WEAK_DEFAULT = re.compile(r"(?i)^(?:my)?(?:secret|password|passwd|pass|pwd|changeme|admin|root|test|testing|default|"
                            r"token|key|apikey|foo|bar|baz|qwerty|letmein|guest|user|demo|none|null|undefined|"
                            r"true|false|abc|p@ssw0rd|passw0rd|p@ssword|s3cr3t)[\d!._-]{0,4}$")
 _TEMPLATE = re.compile(r"<[^>]*>|\$\{|\{\{|\{%|%\(\w+\)[sd]|%s$|\{\}|\{[A-Za-z_0-9]*\}|^\$[A-Za-z_]|^%[A-Za-z_]+%$|"
                        r"process\.env|os\.environ|getenv|ENV\[|^env\(|^\$\(")
+# (every alternative of _TEMPLATE holds "<", "$", "{", "%", "env" or "ENV": placeholder_reason tests those first)
 _LABEL_WORD = re.compile(r"[A-ZÀ-Þ][a-zß-ÿ]+")
 _REGEX_OR_CODE = re.compile(r"\[[^\]]*\]|\(\?|\\[dswbDSWB]|\{\d+,?\d*\}|\$\(|`")
 
@@ -115,7 +117,8 @@ def placeholder_reason(value: str) -> str | None:
     v = value.strip()
     if len(set(v.lower())) <= 2 or set(v) <= set("xX*.#-_0 "):
         return "placeholder"
-    if _TEMPLATE.search(v) or _PLACEHOLDER_WORDS.search(v) or _WEAK_DEFAULT.match(v):
+    if (("<" in v or "$" in v or "{" in v or "%" in v or "env" in v or "ENV" in v) and _TEMPLATE.search(v)) or \
+            _has_placeholder_word(v) or _WEAK_DEFAULT.match(v):
         return "placeholder"
     if _REGEX_OR_CODE.search(v):
         return "label"  # a pattern or an expression, not a value
@@ -230,6 +233,7 @@ def candidate_features(text: str, ext: str = "", skip=None):
     cands = candidates(text)
     per_line = Counter(c.line for c in cands)  # counted over all candidates, skipped ones included
     n_values = values_per_name(text, cands) if cands else {}
+    extents = value_extents(text, cands)
     group = EXT_GROUP.get(ext.lower(), "other")
     fences = fence_starts(text) if cands and group == "doc" else None
     line_cache: dict[int, tuple] = {}
@@ -243,7 +247,9 @@ def candidate_features(text: str, ext: str = "", skip=None):
             e = len(text) if e < 0 else e
             lw, flags = line_features(text[s:e])
             line_cache[c.line] = (lw, flags + neighbour_flags(text, s, e, text[s:e], group, fences))
-        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line], n_values.get(c.name, 1))
+        lowest, highest = extents[text[c.start:c.end]]
+        repeated = lowest <= c.start - (c.end - c.start) or highest >= c.end  # another candidate, not overlapping c
+        yield c, features(c, text, line_cache[c.line], ext, per_line[c.line], n_values.get(c.name, 1), repeated)
 
 
 def _model_kind(c: Candidate, text: str) -> str:

@@ -1,6 +1,7 @@
-"""The scans the credential detector was sped up with (issue 39, fifth round), each checked against the plain
-form it replaces: provider patterns that start with their literal, emails found from each '@', long-token
-lines found with bytes.find, neighbour assertions from per-line results, and the per-line caches."""
+"""The scans the credential detector was sped up with (issue 39, fifth and sixth rounds), each checked against the
+plain form it replaces: provider patterns that start with their literal, emails found from each '@', long-token
+lines found with bytes.find, neighbour assertions from per-line results, the per-line caches, case-folded searches,
+line words, the literal tests before patterns and the `repeats` feature without a search."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 
 from corpus.pii import secret_candidates as SC
 from corpus.pii import secret_context as CX
+from corpus.pii import secret_features as SF
 from corpus.pii import secrets as S
 from corpus.pii import text as T
 
@@ -109,4 +111,79 @@ def test_cached_line_values_are_rebased_to_each_line_s_offset():
     assert [c.value(line) for c in first] == ["s3cr3tValue9", "abcdefABCDEF123456"]
     assert [(c.start - 500, c.end - 500, 42, c.name, c.op, c.quote) for c in again] == \
         [(c.start, c.end, 42, c.name, c.op, c.quote) for c in first]
-    assert SC._line_values.__wrapped__(line, False) == SC._line_values(line, False)
+    assert SC._line_values.__wrapped__(line, False, False) == SC._line_values(line, False, False)
+
+
+def _random_texts(seed: int, alphabet: list[str], n: int, longest: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(n)]
+
+
+def test_folded_searches_find_what_the_case_insensitive_patterns_find():
+    # the long s and the Kelvin sign match "s" and "k" under re.I: a string holding one is searched with re.I
+    pieces = ["Assert", "EXPECT", "sha256", "Hash", "md5", "TODO", "changeMe", "PassWord", "ToKen", "Api", "x", " ",
+              "\u017f", "\u212a", "İ", "ı", "é", "(", "_", "-", "1", "ey", "pw", "PIN", "Example", "\n"]
+    patterns = [CX._ASSERT, CX._HASH, SF._CODE_WORDS, SF._PLACEHOLDER, S._PLACEHOLDER_WORDS, SC._CRED_WORD]
+    texts = _random_texts(3, pieces, 3000, 8) + ["\u017fecret", "to\u212aen", "SECRET", "pa\u017f\u017f"]
+    for pattern in patterns:
+        found = SC.folded_search(pattern)
+        for text in texts:
+            assert found(text) == (pattern.search(text) is not None), (pattern.pattern[:30], text)
+    assert SC.folded_search(re.compile("a", re.I))("A") and not SC.folded_search(re.compile("a", re.I))("b")
+
+
+def test_folded_search_refuses_a_pattern_it_cannot_fold():
+    for pattern in (re.compile("Token", re.I), re.compile("token")):
+        try:
+            SC.folded_search(pattern)
+        except ValueError:
+            continue
+        raise AssertionError(pattern)
+
+
+def test_a_line_s_known_words_are_its_name_words_in_the_vocabulary():
+    pieces = ["db", "Password", "PASSWORD", "admin", "apiKey", "X", "_", " ", "=", "$", "-", "refreshtoken", "ABCDef",
+              "9", "é", "K", "secretKEY", "getPasswd", "\u212aey", "İd", "userName"]
+    for line in _random_texts(5, pieces, 2000, 12):
+        assert SF._known_words(line) == frozenset(SF.name_words.__wrapped__(line)) & SF.NAME_WORDS, line
+
+
+def test_candidates_with_known_token_runs_are_those_of_each_line_searched_alone():
+    pieces = ["password = ", '"', "'", "abcDEF1234567890XYZabc", "tok", "=", ":", " ", "\n", "Bearer ",
+              "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", "é", "key: ", "0123456789abcdef0123456789abcdef"]
+    for text in _random_texts(9, pieces, 400, 20):
+        S.clear_caches()
+        expected, offset = [], 0
+        for lineno, line in enumerate(text.split("\n"), 1):
+            cue = SC._LINE_CUE.search(line.lower()) is not None
+            if cue or SC._LONG_TOKEN.search(line):
+                expected += SC.line_candidates(line, offset, lineno, shapes_only=not cue)  # the line searched alone
+            offset += len(line) + 1
+        assert SC.candidates(text) == expected, text
+
+
+def test_repeats_feature_without_a_search_is_the_search_s_answer():
+    text = ('token = "abc123XYZ"\nother = "abc123XYZ"\npassword = "Zq9!Zq9!"\nsecret: abcabc\n'
+            'key = "abcabcab"\nkey2 = "bcab"\n# Zq9!Zq9! again\n')
+    seen = 0
+    for c, feats in S.candidate_features(text, ".py"):
+        v = text[c.start:c.end]
+        plain = len(v) >= 3 and (text.find(v) < c.start or text.find(v, c.end) >= 0)
+        assert (f"repeats&q={bool(c.quote)}" in feats) == plain, v
+        seen += plain
+    assert seen >= 3
+
+
+def test_literal_tests_before_patterns_never_skip_a_match():
+    template_values = _random_texts(13, ["<", ">", "$", "{", "}", "%", "(", ")", "s", "d", "env", "ENV", "[", "x",
+                                         "process.", "os.", "environ", "get", "_"], 3000, 6)
+    for v in template_values:
+        if S._TEMPLATE.search(v):
+            assert any(k in v for k in ("<", "$", "{", "%", "env", "ENV")), v
+    for before in _random_texts(17, [" ", ",", "[", "=", ":", '"', "'", "a", "\t", "]"], 3000, 10):
+        if SC._LIST_REV.match(before):
+            assert "[" in before and before.lstrip()[:1] in (",", "["), before
+    for part in _random_texts(19, ["Basic ", "bearer ", "TOKEN ", "Digest ", "OAuth ", "ApiKey ", "key ", "SSWS ",
+                                   "abcdef123", " ", "x"], 2000, 6):
+        if SC._AUTH.search(part):
+            assert any(w in part.lower() for w in ("key", "token", "basic", "bearer", "digest", "oauth", "ssws"))
