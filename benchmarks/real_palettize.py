@@ -22,8 +22,9 @@ Recovery: a rank-16 LoRA (SVD init from W - W_hat) on every linear layer of the 
 per held-out text; control: the same LoRA training on the float model (how much is continued training on C4).
 `--recovery-loss ce,kl`: one LoRA per objective, the same steps, windows, rank and learning rate: "ce" the
 next-token cross-entropy on the C4 windows, "kl" KL(float || palettized + LoRA) per token on the same windows
-(temperature 1, no CE mixed in: fixed beforehand, nothing tuned); each row also gives the held-out KL to the
-float model (nats/token), before and after.
+(`kl:T:w`: temperature T, w x CE mixed in; kl = kl:1:0); each row also gives the held-out KL to the float
+model (nats/token), before and after. `--dev`: for choosing such settings, the figures come from `--valid`
+windows of the C4 training half that follow the LoRA's training windows; the held-out texts are not measured.
 Swap: two adapters (the recovery one, and one trained on the float model's residual-free init for fewer
 steps) attached / detached / re-attached on the running palettized model; each attach must give that
 adapter's own logits (max abs diff against the logits computed when it was first attached).
@@ -134,7 +135,10 @@ def main() -> int:
     ap.add_argument("--weighting", choices=("activations", "none"), default="activations",
                     help="ours' k-means weights: calibration activations (the CLI default) or none")
     ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
-    ap.add_argument("--recovery-loss", default="ce", help="recovery LoRA objectives, comma-separated: ce, kl")
+    ap.add_argument("--recovery-loss", default="ce", help="recovery LoRA objectives, comma-separated: ce, kl, "
+                    "or kl:T:w (KL at temperature T mixed with w x CE; kl = kl:1:0)")
+    ap.add_argument("--dev", action="store_true", help="for choices: measure on --valid dev windows of the C4 "
+                    "training half (after the LoRA's windows) instead of the held-out texts (not measured)")
     ap.add_argument("--control-steps", type=int, default=None,
                     help="steps of the same LoRA training on the float model (default --lora-steps; 0: none)")
     args = ap.parse_args()
@@ -172,10 +176,14 @@ def main() -> int:
     halves = split(c4, {"train": 0.5, "held-out": 0.5}, seed=0)
     wiki = [line for line in (SHARED / "web_text/llamafactory_demo/wiki_demo.txt").read_text().splitlines() if line]
     random.Random(0).shuffle(wiki)
-    train_w = windows(halves["train"], tok, seq=args.seq, n=args.calib + 4 * args.lora_steps)
+    n_train = args.calib + 4 * args.lora_steps
+    if args.dev and args.calib % 4:
+        raise SystemExit("--dev needs --calib a multiple of 4 (the dev windows follow the training batches)")
+    train_w = windows(halves["train"], tok, seq=args.seq, n=n_train + (args.valid if args.dev else 0))
+    train_w, dev_w = train_w[: -(-n_train // 4)], train_w[-(-n_train // 4):]
     calib, lora_batches = train_w[: max(1, args.calib // 4)], train_w[max(1, args.calib // 4):]
-    held = {"C4": windows(halves["held-out"], tok, seq=args.seq, n=args.valid),
-            "Wikipedia": windows(wiki, tok, seq=args.seq, n=args.valid)}
+    held = {"C4 dev": dev_w} if args.dev else {"C4": windows(halves["held-out"], tok, seq=args.seq, n=args.valid),
+                                               "Wikipedia": windows(wiki, tok, seq=args.seq, n=args.valid)}
     items = {t: items_for(t, SHARED / "benchmarks", args.items) for t in ("arc_easy", "piqa")}
 
     lm = MegatronLM(base, max_length=2048)  # the evaluation model (SDPA attention); variants loaded into it
@@ -254,11 +262,11 @@ def main() -> int:
               f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
               f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
               f"{args.items} items each")
-        cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
-        print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
+        cols = [f"{name} CE" for name in held] + ["arc_easy", "arc_easy norm", "piqa", "piqa norm"]
+        print("| model | bpw (linear) | " + " | ".join(cols) + f" | {cols[0][:-3]} gap to float |")
         print("|---|---|" + "---|" * (len(cols) + 1))
         for label, r in rows.items():
-            gap = r["C4 CE"] - rows["float"]["C4 CE"]
+            gap = r[cols[0]] - rows["float"][cols[0]]
             print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
                 "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
                   + f" | {gap:+.4f} |")
@@ -287,8 +295,10 @@ def main() -> int:
     kl_quant = {name: mean_kl(model, lm.model, batches) for name, batches in held.items()}
     recovered, kl_recovered, losses, adapters = {}, {}, {}, {}
     for objective in args.recovery_loss:
+        kind, *knobs = objective.split(":")
+        knobs = dict(zip(("kl_temperature", "ce_weight"), map(float, knobs)))
         rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
-                                 lr=args.lora_lr, loss=objective)
+                                 lr=args.lora_lr, loss=kind, **knobs)
         ckpt.load_state_dict_(model, q36)
         adapters[objective], host, losses[objective] = train_recovery(
             model, lora_batches, rec_cfg, residual=residual, teacher=lm.model, log=None)
