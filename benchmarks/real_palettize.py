@@ -329,7 +329,7 @@ def main() -> int:
 
     # run-time swap on the palettized evaluation model: each attach gives that adapter's own logits
     ckpt.load_state_dict_(lm.model, q36)
-    probe = held["C4"][0]["tokens"][:2]
+    probe = next(iter(held.values()))[0]["tokens"][:2]
     pos = torch.arange(probe.shape[1])[None].expand_as(probe)
 
     def logits():
