@@ -20,6 +20,11 @@ fp16 LUTs counted. The mixed allocation (3.6 / 3.0) is ours: greedy by each laye
 Recovery: a rank-16 LoRA (SVD init from W - W_hat) on every linear layer of the 3.6-bpw model (ours),
 `--lora-steps` steps on training-half windows; share of the gap closed = (quant - adapted) / (quant - float),
 per held-out text; control: the same LoRA training on the float model (how much is continued training on C4).
+`--recovery-loss ce,kl`: one LoRA per objective, the same steps, windows, rank and learning rate: "ce" the
+next-token cross-entropy on the C4 windows, "kl" KL(float || palettized + LoRA) per token on the same windows
+(`kl:T:w`: temperature T, w x CE mixed in; kl = kl:1:0); each row also gives the held-out KL to the float
+model (nats/token), before and after. `--dev`: for choosing such settings, the figures come from `--valid`
+windows of the C4 training half that follow the LoRA's training windows; the held-out texts are not measured.
 Swap: two adapters (the recovery one, and one trained on the float model's residual-free init for fewer
 steps) attached / detached / re-attached on the running palettized model; each attach must give that
 adapter's own logits (max abs diff against the logits computed when it was first attached).
@@ -130,10 +135,15 @@ def main() -> int:
     ap.add_argument("--weighting", choices=("activations", "none"), default="activations",
                     help="ours' k-means weights: calibration activations (the CLI default) or none")
     ap.add_argument("--task-rows", default="4,3.6,3.0,2", help="targets whose rows get ARC-Easy / PIQA")
+    ap.add_argument("--recovery-loss", default="ce", help="recovery LoRA objectives, comma-separated: ce, kl, "
+                    "or kl:T:w (KL at temperature T mixed with w x CE; kl = kl:1:0)")
+    ap.add_argument("--dev", action="store_true", help="for choices: measure on --valid dev windows of the C4 "
+                    "training half (after the LoRA's windows) instead of the held-out texts (not measured)")
     ap.add_argument("--control-steps", type=int, default=None,
                     help="steps of the same LoRA training on the float model (default --lora-steps; 0: none)")
     args = ap.parse_args()
     args.task_rows = [t.strip() for t in args.task_rows.split(",") if t.strip()]
+    args.recovery_loss = [t.strip() for t in args.recovery_loss.split(",") if t.strip()]
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     mixed = [t for t in targets if t not in ("4", "2")]
     widths = (4, 2) if mixed or "2" in targets else (4,)
@@ -144,7 +154,7 @@ def main() -> int:
     from evals.model.loglik import items_for, score_items
     from training import checkpoint as ckpt
     from training.adapters.lora import AdapterHost, LoraConfig
-    from training.adapters.recovery import RecoveryConfig, recovered_share, train_recovery
+    from training.adapters.recovery import RecoveryConfig, mean_kl, recovered_share, train_recovery
     from training.chat import load_tokenizer
     from training.export_hf import export_hf, tokenizer_spec
     from training.model import get_shape
@@ -166,10 +176,14 @@ def main() -> int:
     halves = split(c4, {"train": 0.5, "held-out": 0.5}, seed=0)
     wiki = [line for line in (SHARED / "web_text/llamafactory_demo/wiki_demo.txt").read_text().splitlines() if line]
     random.Random(0).shuffle(wiki)
-    train_w = windows(halves["train"], tok, seq=args.seq, n=args.calib + 4 * args.lora_steps)
+    n_train = args.calib + 4 * args.lora_steps
+    if args.dev and args.calib % 4:
+        raise SystemExit("--dev needs --calib a multiple of 4 (the dev windows follow the training batches)")
+    train_w = windows(halves["train"], tok, seq=args.seq, n=n_train + (args.valid if args.dev else 0))
+    train_w, dev_w = train_w[: -(-n_train // 4)], train_w[-(-n_train // 4):]
     calib, lora_batches = train_w[: max(1, args.calib // 4)], train_w[max(1, args.calib // 4):]
-    held = {"C4": windows(halves["held-out"], tok, seq=args.seq, n=args.valid),
-            "Wikipedia": windows(wiki, tok, seq=args.seq, n=args.valid)}
+    held = {"C4 dev": dev_w} if args.dev else {"C4": windows(halves["held-out"], tok, seq=args.seq, n=args.valid),
+                                               "Wikipedia": windows(wiki, tok, seq=args.seq, n=args.valid)}
     items = {t: items_for(t, SHARED / "benchmarks", args.items) for t in ("arc_easy", "piqa")}
 
     lm = MegatronLM(base, max_length=2048)  # the evaluation model (SDPA attention); variants loaded into it
@@ -203,14 +217,18 @@ def main() -> int:
     print(f"ours, every layer at 4 and at 2 bits: {t_ours:.0f} s", flush=True)
     clock.mark("ours 4+2 bit")
     # sensitivity of each layer: the calibration loss increase when that layer alone takes ours' 2-bit weights
-    base_calib = mean_loss(model, calib)
-    params = dict(model.named_parameters())
-    sens = {}
-    with torch.no_grad():
-        for k in names if mixed else ():
-            params[k].copy_(ours_at[2][k])
-            sens[k] = mean_loss(model, calib) - base_calib
-            params[k].copy_(state[k])
+    def sensitivities() -> dict:
+        base_calib = mean_loss(model, calib)
+        params = dict(model.named_parameters())
+        sens = {}
+        with torch.no_grad():
+            for k in names:
+                params[k].copy_(ours_at[2][k])
+                sens[k] = mean_loss(model, calib) - base_calib
+                params[k].copy_(state[k])
+        return sens
+
+    sens = cached(out / f"sensitivities-{tag}-top{args.top_layers}.pt", sensitivities)[0] if mixed else {}
     clock.mark("sensitivities")
     took = clock.marks["sensitivities"] - clock.marks["ours 4+2 bit"]
     print(f"sensitivities of {len(names)} layers: {took:.0f} s", flush=True)
@@ -244,11 +262,11 @@ def main() -> int:
               f"{n_total:,} weights; group size {gs}; calibration {sum(len(b['tokens']) for b in calib)} x {args.seq} "
               f"tokens (C4 train half); held-out {args.valid} x {args.seq} tokens per text; ARC-Easy / PIQA "
               f"{args.items} items each")
-        cols = ["C4 CE", "Wikipedia CE", "arc_easy", "arc_easy norm", "piqa", "piqa norm"]
-        print("| model | bpw (linear) | " + " | ".join(cols) + " | C4 gap to float |")
+        cols = [f"{name} CE" for name in held] + ["arc_easy", "arc_easy norm", "piqa", "piqa norm"]
+        print("| model | bpw (linear) | " + " | ".join(cols) + f" | {cols[0][:-3]} gap to float |")
         print("|---|---|" + "---|" * (len(cols) + 1))
         for label, r in rows.items():
-            gap = r["C4 CE"] - rows["float"]["C4 CE"]
+            gap = r[cols[0]] - rows["float"][cols[0]]
             print(f"| {label} | {r['bpw']:.3f} | " + " | ".join(
                 "-" if c not in r else f"{r[c]:.4f}" if "CE" in c else f"{r[c]:.3f}" for c in cols)
                   + f" | {gap:+.4f} |")
@@ -269,18 +287,36 @@ def main() -> int:
     # every linear layer gets an adapter; with --top-layers the float ones have a zero residual, so a zero
     # (and, with A = B = 0, frozen) adapter: the recovery acts on the palettized layers only
     residual = {k: state[k] - q36[k] for k, v in state.items() if is_palettized(k, v)}
-    rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
-                             lr=args.lora_lr)
+    # the teacher of the "kl" objective and of the held-out KL figures: the evaluation model holding the float
+    # weights (its logits are the float model's; no third copy of the model in memory)
+    ckpt.load_state_dict_(lm.model, state)
+    lm.model.eval()
     ckpt.load_state_dict_(model, q36)
-    adapter, host, losses = train_recovery(model, lora_batches, rec_cfg, residual=residual, log=None)
-    recovered = {name: mean_loss(model, batches) for name, batches in held.items()}
-    host.detach()
-    clock.mark("recovery lora")
+    kl_quant = {name: mean_kl(model, lm.model, batches) for name, batches in held.items()}
+    recovered, kl_recovered, losses, adapters = {}, {}, {}, {}
+    for objective in args.recovery_loss:
+        kind, *knobs = objective.split(":")
+        knobs = dict(zip(("kl_temperature", "ce_weight"), map(float, knobs)))
+        rec_cfg = RecoveryConfig(lora=LoraConfig(rank=args.lora_rank, init="svd"), steps=args.lora_steps, batch=4,
+                                 lr=args.lora_lr, loss=kind, **knobs)
+        ckpt.load_state_dict_(model, q36)
+        adapters[objective], host, losses[objective] = train_recovery(
+            model, lora_batches, rec_cfg, residual=residual, teacher=lm.model, log=None)
+        recovered[objective] = {name: mean_loss(model, batches) for name, batches in held.items()}
+        kl_recovered[objective] = {name: mean_kl(model, lm.model, batches) for name, batches in held.items()}
+        host.detach()
+        clock.mark(f"recovery lora {objective}")
+        print(f"recovery LoRA ({objective}): held-out CE {recovered[objective]}, KL to float "
+              f"{kl_recovered[objective]} (before: {kl_quant}); {clock.marks[f'recovery lora {objective}']:.0f} s",
+              flush=True)
+    adapter = adapters[args.recovery_loss[0]]
     lm_host = AdapterHost(lm.model)
-    ckpt.load_state_dict_(lm.model, q36)
-    lm_host.attach(adapter)
-    rec_items = {t: score_items(lm, its)[0] for t, its in items.items()}
-    lm_host.detach()
+    rec_items = {}
+    for objective in args.recovery_loss if "3.6" in args.task_rows else ():
+        ckpt.load_state_dict_(lm.model, q36)
+        lm_host.attach(adapters[objective])
+        rec_items[objective] = {t: score_items(lm, its)[0] for t, its in items.items()}
+        lm_host.detach()
     ckpt.load_state_dict_(model, state)
     control_steps = args.lora_steps if args.control_steps is None else args.control_steps
     # with --control-steps 0 the float-model adapter gets 2 steps: only the swap check uses it
@@ -293,7 +329,7 @@ def main() -> int:
 
     # run-time swap on the palettized evaluation model: each attach gives that adapter's own logits
     ckpt.load_state_dict_(lm.model, q36)
-    probe = held["C4"][0]["tokens"][:2]
+    probe = next(iter(held.values()))[0]["tokens"][:2]
     pos = torch.arange(probe.shape[1])[None].expand_as(probe)
 
     def logits():
@@ -319,22 +355,27 @@ def main() -> int:
 
     main_table()
     print(f"\nrecovery LoRA (rank {args.lora_rank}, SVD init, {args.lora_steps} steps x 4 windows, lr {args.lora_lr}) "
-          f"on the 3.6-bpw model (ours):")
-    print("| held-out text | float | 3.6 bpw | 3.6 bpw + LoRA | gap closed | float + same LoRA training (control) |")
-    print("|---|---|---|---|---|---|")
-    for name in held:
-        f_, q_, a_ = rows["float"][f"{name} CE"], rows["3.6 ours"][f"{name} CE"], recovered[name]
-        share = recovered_share(float_loss=f_, quant_loss=q_, adapted_loss=a_)
-        print(f"| {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {control.get(name, float('nan')):.4f} |")
-    print("3.6 bpw + LoRA: " + ", ".join(f"{t} acc {m['acc']:.3f} acc_norm {m['acc_norm']:.3f}"
-                                         for t, m in rec_items.items()))
+          f"on the 3.6-bpw model (ours); objective ce: next-token CE on C4 windows, kl: KL(float || student) on "
+          f"the same windows (T = 1); KL columns: held-out KL to the float model, nats/token:")
+    print("| objective | held-out text | float | 3.6 bpw | 3.6 bpw + LoRA | gap closed | KL before | KL after "
+          "| float + CE LoRA training (control) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for objective in args.recovery_loss:
+        for name in held:
+            f_, q_, a_ = rows["float"][f"{name} CE"], rows["3.6 ours"][f"{name} CE"], recovered[objective][name]
+            share = recovered_share(float_loss=f_, quant_loss=q_, adapted_loss=a_)
+            print(f"| {objective} | {name} | {f_:.4f} | {q_:.4f} | {a_:.4f} | {share:.1%} | {kl_quant[name]:.4f} | "
+                  f"{kl_recovered[objective][name]:.4f} | {control.get(name, float('nan')):.4f} |")
+    for objective, its in rec_items.items():
+        print(f"3.6 bpw + LoRA ({objective}): " + ", ".join(f"{t} acc {m['acc']:.3f} acc_norm {m['acc_norm']:.3f}"
+                                                           for t, m in its.items()))
     diff = lambda a, b: float((a - b).abs().max())  # noqa: E731
     print(f"\nswap on the running 3.6-bpw model: recovery adapter re-attached vs its first attach max |diff| "
           f"{diff(again_a, first_a):.2e}; control adapter {diff(again_b, first_b):.2e}; base after detach "
           f"{diff(again_base, base_logits):.2e}; the two adapters differ by {diff(first_a, first_b):.3f}; "
           f"one detach + attach {swap_s * 1e3:.0f} ms")
     print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
-    save(recovered=recovered, control=control, lora_losses=losses)
+    save(recovered=recovered, control=control, lora_losses=losses, kl_quant=kl_quant, kl_recovered=kl_recovered)
     return 0
 
 

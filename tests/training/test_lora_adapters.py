@@ -151,3 +151,96 @@ def test_recovery_lora_lowers_quantized_heldout_loss(trained, tmp_path):
         u, s, vh = torch.linalg.svd(residual[name])
         best = (u[:, :8] * s[:8]) @ vh[:8]
         torch.testing.assert_close(svd.delta(key).detach(), best, atol=1e-5, rtol=1e-4)
+
+
+def test_kl_divergences_match_torch_kl_div():
+    import torch.nn.functional as F
+
+    from training.losses import kl_divergences
+
+    parallel.setup(parallel.ParallelConfig())
+    gen = torch.Generator().manual_seed(0)
+    student, teacher = torch.randn(2, 5, 11, generator=gen), torch.randn(2, 5, 11, generator=gen) * 2
+    for t in (1.0, 2.5):
+        # reference: torch's kl_div(input = log q, target = log p) summed over the vocabulary = KL(p || q)
+        ref = F.kl_div(F.log_softmax(student / t, -1), F.log_softmax(teacher / t, -1), log_target=True,
+                       reduction="none").sum(-1) * t * t
+        torch.testing.assert_close(kl_divergences(student, teacher, temperature=t), ref, atol=1e-6, rtol=1e-5)
+    assert float(kl_divergences(teacher, teacher).abs().max()) < 1e-6  # zero when student == teacher
+
+
+def test_kl_recovery_moves_the_palettized_model_towards_its_float_teacher(trained, tmp_path):
+    from training.adapters.recovery import RecoveryConfig, mean_kl, train_batches, train_recovery
+    from training.quantize.evalset import eval_set, mean_loss
+    from training.quantize.palettize import palettize_state
+
+    parallel.setup(parallel.ParallelConfig())
+    model, info = load_model(trained, seq_length=64)
+    teacher, _ = load_model(trained, seq_length=64)
+    teacher.eval()
+    state = {k: v.detach().clone() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
+    data = eval_set(info, cache_dir=tmp_path / "c", valid_samples=32)
+    batches = train_batches(info.manifest, n=160, batch=16, cache_dir=tmp_path / "c2")
+    cfg = RecoveryConfig(lora=LoraConfig(rank=8, init="zero"), steps=3, loss="kl")
+    # student == teacher: zero KL on held-out data and at the first step (zero-init adapter); after it, Adam's
+    # normalised steps move B off 0 on rounding-level gradients, which stays ~100 times below the 2-bit KL
+    assert mean_kl(model, teacher, data.valid) == pytest.approx(0.0, abs=1e-6)
+    _, host, same = train_recovery(model, batches, cfg, teacher=teacher, log=None)
+    assert abs(same[0]) < 1e-7 and max(abs(x) for x in same) < 1e-5
+    host.detach()
+
+    layers = [k for k in state if ".linear_" in k]
+    ckpt.load_state_dict_(model, palettize_state(state, {k: 2 for k in layers}, group_size=16).state)
+    kl_quant, ce_quant = mean_kl(model, teacher, data.valid), mean_loss(model, data.valid)
+    assert kl_quant > 100 * max(abs(x) for x in same)
+    adapter, host, losses = train_recovery(model, batches, RecoveryConfig(lora=LoraConfig(rank=8), steps=20,
+                                                                          loss="kl"), teacher=teacher, log=None)
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5  # the training KL falls (measured: 4.4x)
+    assert mean_kl(model, teacher, data.valid) < 0.5 * kl_quant  # and the held-out KL to the teacher (8.5x)
+    assert mean_loss(model, data.valid) < ce_quant  # which brings the held-out CE towards the float model's
+    assert all(not p.requires_grad for p in model.parameters())
+    assert all(torch.equal(v, state[k]) for k, v in teacher.state_dict().items() if k in state)  # teacher untouched
+    host.detach()
+    # a KL objective without a teacher is refused before any step
+    from manifests.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--loss kl needs the float teacher"):
+        train_recovery(model, batches, RecoveryConfig(steps=1, loss="kl"), log=None)
+
+
+def test_recovery_config_refuses_bad_objectives():
+    from manifests.errors import ConfigError
+    from training.adapters.recovery import RecoveryConfig
+
+    for kwargs, message in (({"loss": "mse"}, "--loss must be one of ce, kl"),
+                            ({"loss": "kl", "kl_temperature": 0.0}, "--kl-temperature must be > 0"),
+                            ({"loss": "kl", "ce_weight": 1.2}, "--ce-weight must be <= 1"),
+                            ({"loss": "ce", "ce_weight": 0.3}, "apply to --loss kl only")):
+        with pytest.raises(ConfigError, match=message):
+            RecoveryConfig(**kwargs)
+    assert RecoveryConfig(loss="kl", kl_temperature=2.0, ce_weight=0.5).ce_weight == 0.5
+
+
+def test_kl_teacher_must_be_the_palettized_models_source(tmp_path):
+    from manifests.errors import ManifestError
+    from training.adapters.recovery import check_teacher
+
+    src, other = tmp_path / "float", tmp_path / "other"
+    for d, payload in ((src, b"float weights"), (other, b"other weights")):
+        d.mkdir()
+        (d / "model.pt").write_bytes(payload)
+    manifest = {"source_checkpoint": str(src), "source_base": base_id(src)}
+    assert check_teacher("pal", manifest) == src  # default: the manifest's source
+    assert check_teacher("pal", manifest, src) == src
+    with pytest.raises(ManifestError, match="palettized from .*#sha256:.*holds other weights"):
+        check_teacher("pal", manifest, other)
+    with pytest.raises(ManifestError, match="not a checkpoint"):
+        check_teacher("pal", manifest, tmp_path / "missing")
+    (src / "model.pt").write_bytes(b"rewritten")  # the source changed since it was palettized
+    with pytest.raises(ManifestError, match="holds other weights"):
+        check_teacher("pal", manifest)
+    # a manifest from before the hash was recorded: its named directory only
+    old = {"source_checkpoint": str(src)}
+    assert check_teacher("pal", old) == src
+    with pytest.raises(ManifestError, match="no weights hash recorded"):
+        check_teacher("pal", old, other)

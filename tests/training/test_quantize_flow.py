@@ -73,3 +73,33 @@ def test_demo_palettizes_and_trains_recovery_adapter(tmp_path):
     assert after < before
     task = json.loads((tmp_path / ".runs" / "demo-palettized" / "task-sft" / "adapter" / "adapter.json").read_text())
     assert task["rank"] == 16 and task["initialised_from"].endswith("recovery-r16")
+
+
+@pytest.mark.slow
+def test_cli_recover_with_kl_to_the_source_checkpoint(trained, tmp_path, capsys):
+    import shutil
+
+    from manifests.main import main
+    from training.adapters.store import base_id
+
+    pal, ad = tmp_path / "pal", tmp_path / "kl"
+    assert main(["quantize", "palettize", str(trained), "--bpw", "3.0", "--out", str(pal)]) == 0
+    assert json.loads((pal / "manifest.json").read_text())["source_base"] == base_id(trained)
+    assert main(["quantize", "recover", str(pal), "--rank", "4", "--steps", "6", "--loss", "kl",
+                 "--ce-weight", "0.25", "--out", str(ad)]) == 0
+    manifest = json.loads((ad / "adapter.json").read_text())
+    assert (manifest["loss"], manifest["ce_weight"], manifest["teacher"]) == ("kl", 0.25, base_id(trained))
+    assert len(manifest["train_losses"]) == 6 and manifest["train_losses"][-1] < manifest["train_losses"][0]
+    # another checkpoint (the same one with one weight changed) as the teacher: refused, naming both
+    other = tmp_path / "other"
+    shutil.copytree(trained, other)
+    state = torch.load(other / "model.pt", weights_only=False)
+    key = next(k for k, v in state.items() if isinstance(v, torch.Tensor) and v.is_floating_point())
+    state[key] = state[key] + 1
+    torch.save(state, other / "model.pt")
+    capsys.readouterr()
+    assert main(["quantize", "recover", str(pal), "--loss", "kl", "--teacher", str(other), "--steps", "1",
+                 "--out", str(tmp_path / "refused")]) == 1
+    err = capsys.readouterr().err
+    assert "holds other weights" in err and base_id(trained).rsplit("#", 1)[-1] in err
+    assert not (tmp_path / "refused").exists()

@@ -74,10 +74,25 @@ def test_palettize_bpw(bpw):
 
 @pytest.mark.parametrize("flag,value,message", [("--steps", "0", "--steps must be >= 1"),
                                                 ("--batch", "0", "--batch must be >= 1"),
-                                                ("--lr", "-1", "--lr must be > 0")])
+                                                ("--lr", "-1", "--lr must be > 0"),
+                                                ("--loss", "mse", "--loss must be one of ce, kl; got 'mse'"),
+                                                ("--kl-temperature", "2", "--kl-temperature and --ce-weight apply"),
+                                                ("--ce-weight", "0.5", "--kl-temperature and --ce-weight apply to "
+                                                                       "--loss kl only"),
+                                                ("--teacher", "x", "--teacher applies to --loss kl only")])
 def test_recover_numbers_before_any_work(tmp_path, capsys, flag, value, message):
     # the palettized folder does not exist: the numbers are refused before anything is read
     assert main(["quantize", "recover", str(tmp_path / "none"), flag, value, "--out", str(tmp_path / "a")]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,value,message", [("--kl-temperature", "0", "--kl-temperature must be > 0"),
+                                                ("--kl-temperature", "nan", "--kl-temperature must be a finite"),
+                                                ("--ce-weight", "-0.1", "--ce-weight must be >= 0"),
+                                                ("--ce-weight", "1.5", "--ce-weight must be <= 1")])
+def test_recover_kl_numbers_before_any_work(tmp_path, capsys, flag, value, message):
+    argv = ["quantize", "recover", str(tmp_path / "none"), "--loss", "kl", flag, value, "--out", str(tmp_path / "a")]
+    assert main(argv) == 2
     assert message in capsys.readouterr().err
 
 

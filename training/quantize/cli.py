@@ -40,6 +40,13 @@ def add_adapter_commands(qsub) -> None:
     rec.add_argument("--steps", type=int, default=40)
     rec.add_argument("--batch", type=int, default=16)
     rec.add_argument("--lr", type=float, default=3e-3)
+    rec.add_argument("--loss", default="ce", help="ce: next-token cross-entropy on the training text; kl: "
+                     "distillation, KL(float teacher || palettized + adapter) per token on the same windows")
+    rec.add_argument("--kl-temperature", type=float, default=1.0, help="--loss kl: softmax temperature")
+    rec.add_argument("--ce-weight", type=float, default=0.0,
+                     help="--loss kl: loss = (1 - w) KL + w CE, w in [0, 1]")
+    rec.add_argument("--teacher", help="--loss kl: the float checkpoint the palettized model was made from "
+                                       "(default: the one its manifest names; another one is refused)")
     rec.add_argument("--out", required=True, help="adapter directory to write")
     rec.set_defaults(func=cmd_recover)
 
@@ -66,20 +73,28 @@ def cmd_export_hf(args) -> int:
 
 
 def cmd_recover(args) -> int:
+    from manifests.errors import ConfigError
+
     from .. import parallel
     from ..adapters.lora import LoraConfig
-    from ..adapters.recovery import RecoveryConfig, train_batches, train_recovery
+    from ..adapters.recovery import RecoveryConfig, check_teacher, train_batches, train_recovery
     from ..adapters.store import base_id, save_adapter
     from ..trainer import load_model
     from .palettize import dequantized_state, load_palettized
 
     config = RecoveryConfig(lora=LoraConfig(rank=args.rank, init=args.init), steps=args.steps, batch=args.batch,
-                            lr=args.lr)  # checked before any work
+                            lr=args.lr, loss=args.loss, kl_temperature=args.kl_temperature,
+                            ce_weight=args.ce_weight)  # checked before any work
+    if args.teacher and config.loss != "kl":
+        raise ConfigError("--teacher applies to --loss kl only in quantize recover")
     parallel.setup(parallel.ParallelConfig())
     model, manifest = load_palettized(args.palettized)
-    residual = None
+    teacher_dir = check_teacher(args.palettized, manifest, args.teacher) if config.loss == "kl" else None
+    residual = source = None
+    if args.init == "svd" or teacher_dir:
+        source, _ = load_model(teacher_dir or manifest["source_checkpoint"],
+                               seq_length=int(manifest["data"]["seq_length"]))
     if args.init == "svd":
-        source, _ = load_model(manifest["source_checkpoint"], seq_length=int(manifest["data"]["seq_length"]))
         deq = dequantized_state(args.palettized)
         w = source.state_dict()  # on the GPU where there is one; the dequantized weights are on the CPU
         residual = {k: w[k].detach().cpu() - v for k, v in deq.items() if ".linear_" in k}
@@ -87,11 +102,15 @@ def cmd_recover(args) -> int:
 
     batches = train_batches(manifest, n=args.batch * args.steps, batch=args.batch,
                             cache_dir=Path(args.out) / ".data-cache")
-    adapter, host, losses = train_recovery(model, batches, config, residual=residual)
+    adapter, host, losses = train_recovery(model, batches, config, residual=residual,
+                                           teacher=source if teacher_dir else None)
     host.detach()
+    objective = {"loss": config.loss} if config.loss == "ce" else {
+        "loss": "kl", "kl_temperature": config.kl_temperature, "ce_weight": config.ce_weight,
+        "teacher": base_id(teacher_dir)}
     save_adapter(args.out, adapter, base=base_id(args.palettized),
                  extra={"steps": args.steps, "lr": args.lr, "data": manifest["data"]["source_id"],
-                        "train_losses": losses})
+                        "train_losses": losses, **objective})
     print(f"adapter written to {args.out}")
     return 0
 

@@ -291,6 +291,7 @@ def calibration_manifest(info: ckpt.CheckpointInfo, *, cache_dir: Path, calib_te
 def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: PalettizeConfig = PalettizeConfig(),
                          *, log=print, calib_text: str | Path | None = None, seq_length: int | None = None) -> Path:
     """`calib_text` / `seq_length`: calibration documents for a checkpoint without a training blend."""
+    from ..adapters.store import base_id  # the source's weights hash: a "kl" recovery checks its teacher by it
     from ..trainer import load_model
     from .evalset import eval_set
 
@@ -317,7 +318,8 @@ def palettize_checkpoint(checkpoint: str | Path, out: str | Path, cfg: Palettize
     result = palettize_state(state, layer_bits, group_size=cfg.group_size, seed=cfg.seed, iters=cfg.iters,
                              col_weights=col_weights)
     result.manifest.update({
-        "source_checkpoint": str(info.directory.resolve()), "source_run": info.manifest.get("run"),
+        "source_checkpoint": str(info.directory.resolve()), "source_base": base_id(info.directory),
+        "source_run": info.manifest.get("run"),
         "source_step": info.manifest.get("step"), "model_shape": info.manifest["model_shape"],
         "rotary_base": info.manifest["rotary_base"], "kernels": info.manifest.get("kernels", "local"),
         "data": manifest["data"], "config": {**asdict(cfg), "bits": list(cfg.bits)},
