@@ -15,7 +15,7 @@ _BASE = 0x9E3779B97F4A7C15 | 1  # odd, so it is invertible mod 2**64
 _BASE_INV = pow(_BASE, -1, 1 << 64)
 
 
-def _powers(base: int, n: int) -> np.ndarray:
+def _compute_powers(base: int, n: int) -> np.ndarray:
     out = np.empty(n, np.uint64)
     if n == 0:
         return out
@@ -24,6 +24,23 @@ def _powers(base: int, n: int) -> np.ndarray:
         out[1:] = base
         np.cumprod(out, out=out)  # wraps mod 2**64, which is what we want
     return out
+
+
+_POWERS: dict[int, np.ndarray] = {}
+_MAX_KEPT = 1 << 21  # powers kept per base (16 MiB); a longer text computes its own
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base**0 .. base**(n-1) mod 2**64, read-only. Kept per base and grown by doubling: every text
+    needs a prefix of the same sequence, and computing it per text cost ~40% of the n-gram checks."""
+    if n > _MAX_KEPT:
+        return _compute_powers(base, n)
+    table = _POWERS.get(base)
+    if table is None or len(table) < n:
+        table = _compute_powers(base, min(_MAX_KEPT, max(n, 2 * (len(table) if table is not None else 1 << 16))))
+        table.flags.writeable = False
+        _POWERS[base] = table
+    return table[:n]
 
 
 class JoinedWords:
