@@ -46,9 +46,11 @@ def _powers(base: int, n: int) -> np.ndarray:
 class JoinedWords:
     """The words of one text joined by `sep` ("" or " "), ready for substring hashing."""
 
-    def __init__(self, words: list[str], sep: str):
+    def __init__(self, words: list[str], sep: str, lengths: np.ndarray | None = None):
+        """`lengths`: the words' lengths, when the caller has them already."""
         self.n_words = len(words)
-        lengths = np.fromiter(map(len, words), np.int64, count=len(words))
+        if lengths is None:
+            lengths = np.fromiter(map(len, words), np.int64, count=len(words))
         step = lengths + len(sep)
         self.starts = np.zeros(len(words) + 1, np.int64)
         np.cumsum(step, out=self.starts[1:])
@@ -74,6 +76,24 @@ class JoinedWords:
         # Mix in the length so that strings of different lengths never compare equal.
         h ^= (end - begin).astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD)
         return h, end - begin
+
+    def span_chars(self, positions: np.ndarray, n: int) -> int:
+        """Characters of the n-grams that start at `positions` (sorted; those too close to the end for an
+        n-gram are left out)."""
+        pos = positions[:np.searchsorted(positions, self.n_words - n + 1)]
+        return int((self.starts[pos + n] - self.starts[pos]).sum()) - self.sep_len * len(pos)
+
+
+def later_occurrences(hashes: np.ndarray) -> np.ndarray:
+    """Positions (sorted) whose n-gram occurred at an earlier position. A longer gram that occurred at an
+    earlier position begins with this gram, which then occurred there too: every later occurrence of a
+    longer gram starts at one of these positions."""
+    if len(hashes) < 2:
+        return np.zeros(0, np.int64)
+    _, first = np.unique(hashes, return_index=True)
+    later = np.ones(len(hashes), bool)
+    later[first] = False
+    return np.flatnonzero(later)
 
 
 def top_ngram_chars(hashes: np.ndarray, lengths: np.ndarray) -> int:
