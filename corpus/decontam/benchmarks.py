@@ -145,8 +145,10 @@ def raw_items(name: str, folder: Path | None = None) -> Iterator[Item]:
 def data_info(name: str, folder: Path | None = None) -> dict:
     """Where a benchmark's items come from, their count and a sha256 of the data: recorded in the
     stage's description, so the run key changes when the data does."""
-    return {"source": source(name, folder), "items": sum(1 for _ in raw_items(name, folder)),
-            "sha256": data_sha256(name, folder)[:16]}
+    from .index_cache import cached_count
+
+    items = cached_count(name, folder, lambda: sum(1 for _ in raw_items(name, folder)))
+    return {"source": source(name, folder), "items": items, "sha256": data_sha256(name, folder)[:16]}
 
 
 @functools.lru_cache(maxsize=64)
