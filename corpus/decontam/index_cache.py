@@ -89,30 +89,3 @@ def cached_index(names: list[str], folder: Path | None, *, min_n: int, max_n: in
     except OSError:   # a read-only or full cache only costs the next run the build again
         tmp.unlink(missing_ok=True)
     return index, data
-
-
-def cached_count(name: str, folder: Path | None, count: Callable[[], int]) -> int:
-    """A benchmark's item count (`count()`: every item read and parsed, ~0.4 CPU-s for the default
-    benchmarks, in every process that makes the stage's description for a run key), kept under
-    `<CIDERMILL_CACHE>/decontam-items/<key>`, the key a sha256 of the benchmark's name, source and data bytes
-    and of the readers' code (benchmarks.py): the same data read by the same code has the same count. An
-    entry that is not a count is counted again and replaced."""
-    from ..code.paths import cache_dir
-
-    h = hashlib.sha256(f"decontam-items 1\0{name}\0{source(name, folder)}\0{data_sha256(name, folder)}\0".encode())
-    h.update(CODE[0].read_bytes())
-    path = cache_dir("decontam-items") / h.hexdigest()[:32]
-    try:
-        text = path.read_text(encoding="ascii").strip()
-        if text.isdigit():
-            return int(text)
-    except (OSError, UnicodeDecodeError):
-        pass
-    n = count()
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(str(n), encoding="ascii")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-    return n

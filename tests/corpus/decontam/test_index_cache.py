@@ -92,7 +92,7 @@ def test_an_unwritable_cache_still_gives_the_index(cache, monkeypatch):
 
 
 def test_item_counts_are_counted_once_per_data_and_equal_reading_every_item(cache, tmp_path):
-    from corpus.decontam.benchmarks import data_info, raw_items
+    from corpus.decontam.benchmarks import cached_count, data_info, raw_items
 
     calls = []
 
@@ -103,11 +103,11 @@ def test_item_counts_are_counted_once_per_data_and_equal_reading_every_item(cach
         return run
 
     expected = {n: sum(1 for _ in raw_items(n)) for n in NAMES}  # the reference: every item read here
-    assert {n: index_cache.cached_count(n, None, count(n)) for n in NAMES} == expected
-    assert {n: index_cache.cached_count(n, None, count(n)) for n in NAMES} == expected
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected
     assert calls == NAMES  # the second time from the cache
     for entry in (tmp_path / "decontam-items").iterdir():
         entry.write_text("12x")  # not a count: counted again
-    assert {n: index_cache.cached_count(n, None, count(n)) for n in NAMES} == expected and calls == NAMES * 2
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected and calls == NAMES * 2
     data_info.cache_clear()
     assert [data_info(n)["items"] for n in NAMES] == [expected[n] for n in NAMES]
