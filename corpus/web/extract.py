@@ -125,12 +125,18 @@ def clean_text(text: str) -> str:
     return unicodedata.normalize("NFC", _INVISIBLE.sub("", text)).strip()
 
 
+def forum_url(url: str | None) -> bool:
+    """The URL alone names a forum thread (its path, or "forum" in the host)."""
+    if not url:
+        return False
+    path = url.split("://", 1)[-1]
+    return bool(_FORUM_URL.search(path.split("/", 1)[-1] if "/" in path else "")) or "forum" in path.split("/", 1)[0]
+
+
 def looks_like_forum(tree, url: str | None) -> bool:
     """A forum thread, by the URL's path or the forum software named in the generator tag."""
-    if url:
-        path = url.split("://", 1)[-1]
-        if _FORUM_URL.search(path.split("/", 1)[-1] if "/" in path else "") or "forum" in path.split("/", 1)[0]:
-            return True
+    if forum_url(url):
+        return True
     node = tree.document.query_selector('meta[name="generator"]')
     return node is not None and bool(_FORUM_SOFTWARE.search(node.getattr("content") or ""))
 
@@ -144,13 +150,34 @@ def _title(tree) -> str | None:
 
 
 def _date(tree) -> str | None:
-    for selector, attr in _DATE_SELECTORS:
-        node = tree.document.query_selector(selector)
+    """The first of `_DATE_SELECTORS` whose first match has a non-blank value (that value, at most 64
+    characters), as if each selector were queried in turn; but the <meta> selectors are one query (a
+    selector list, whose few matches come back in document order), not seven walks over the page."""
+    found: dict = {}
+    for node in tree.document.query_selector_all(_META_DATE_LIST):
+        for attr in _META_ATTRS:
+            value = node.getattr(attr)
+            if value is not None:
+                found.setdefault((attr, value), node)  # the first match in document order, as query_selector
+    for (selector, attr), key in zip(_DATE_SELECTORS, _DATE_KEYS):
+        node = tree.document.query_selector(selector) if key is None else found.get(key)
         if node is not None:
             value = (node.getattr(attr) or "").strip()
             if value:
                 return value[:64]
     return None
+
+
+def _selector_key(selector: str) -> tuple[str, str] | None:
+    """('name', 'date') for 'meta[name="date"]' (lexbor compares the value exactly, case included, as
+    the dict lookup does); None for the other selectors, which are queried on their own."""
+    m = re.fullmatch(r'meta\[([a-z]+)="([^"]+)"\]', selector)
+    return (m.group(1), m.group(2)) if m else None
+
+
+_DATE_KEYS = [_selector_key(selector) for selector, _ in _DATE_SELECTORS]
+_META_ATTRS = tuple(sorted({key[0] for key in _DATE_KEYS if key}))
+_META_DATE_LIST = ", ".join(selector for (selector, _), key in zip(_DATE_SELECTORS, _DATE_KEYS) if key)
 
 
 _WORD = re.compile(r"\w+")

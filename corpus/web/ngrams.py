@@ -15,7 +15,7 @@ _BASE = 0x9E3779B97F4A7C15 | 1  # odd, so it is invertible mod 2**64
 _BASE_INV = pow(_BASE, -1, 1 << 64)
 
 
-def _powers(base: int, n: int) -> np.ndarray:
+def _compute_powers(base: int, n: int) -> np.ndarray:
     out = np.empty(n, np.uint64)
     if n == 0:
         return out
@@ -26,12 +26,31 @@ def _powers(base: int, n: int) -> np.ndarray:
     return out
 
 
+_POWERS: dict[int, np.ndarray] = {}
+_MAX_KEPT = 1 << 21  # powers kept per base (16 MiB); a longer text computes its own
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    """base**0 .. base**(n-1) mod 2**64, read-only. Kept per base and grown by doubling: every text
+    needs a prefix of the same sequence, and computing it per text cost ~40% of the n-gram checks."""
+    if n > _MAX_KEPT:
+        return _compute_powers(base, n)
+    table = _POWERS.get(base)
+    if table is None or len(table) < n:
+        table = _compute_powers(base, min(_MAX_KEPT, max(n, 2 * (len(table) if table is not None else 1 << 16))))
+        table.flags.writeable = False
+        _POWERS[base] = table
+    return table[:n]
+
+
 class JoinedWords:
     """The words of one text joined by `sep` ("" or " "), ready for substring hashing."""
 
-    def __init__(self, words: list[str], sep: str):
+    def __init__(self, words: list[str], sep: str, lengths: np.ndarray | None = None):
+        """`lengths`: the words' lengths, when the caller has them already."""
         self.n_words = len(words)
-        lengths = np.fromiter(map(len, words), np.int64, count=len(words))
+        if lengths is None:
+            lengths = np.fromiter(map(len, words), np.int64, count=len(words))
         step = lengths + len(sep)
         self.starts = np.zeros(len(words) + 1, np.int64)
         np.cumsum(step, out=self.starts[1:])
@@ -57,6 +76,24 @@ class JoinedWords:
         # Mix in the length so that strings of different lengths never compare equal.
         h ^= (end - begin).astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD)
         return h, end - begin
+
+    def span_chars(self, positions: np.ndarray, n: int) -> int:
+        """Characters of the n-grams that start at `positions` (sorted; those too close to the end for an
+        n-gram are left out)."""
+        pos = positions[:np.searchsorted(positions, self.n_words - n + 1)]
+        return int((self.starts[pos + n] - self.starts[pos]).sum()) - self.sep_len * len(pos)
+
+
+def later_occurrences(hashes: np.ndarray) -> np.ndarray:
+    """Positions (sorted) whose n-gram occurred at an earlier position. A longer gram that occurred at an
+    earlier position begins with this gram, which then occurred there too: every later occurrence of a
+    longer gram starts at one of these positions."""
+    if len(hashes) < 2:
+        return np.zeros(0, np.int64)
+    _, first = np.unique(hashes, return_index=True)
+    later = np.ones(len(hashes), bool)
+    later[first] = False
+    return np.flatnonzero(later)
 
 
 def top_ngram_chars(hashes: np.ndarray, lengths: np.ndarray) -> int:

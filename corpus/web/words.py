@@ -20,6 +20,8 @@ from collections import OrderedDict
 from itertools import accumulate
 from typing import Iterable
 
+from .stand_in import standing_in
+
 _NLP = None
 # what nlp() imports (spaCy, without torch: corpus/web/spacy_import.py): worth preloading once per run (Stage.preload)
 SPACY = ("corpus.web.spacy_import",)
@@ -59,34 +61,14 @@ def import_spacy():
     hide = "torch" not in sys.modules
     if hide:
         sys.modules["torch"] = None  # type: ignore[assignment]  # import torch -> ImportError
-    stub = "spacy.cli.info" not in sys.modules and "spacy" not in sys.modules
-    if stub:
-        sys.modules["spacy.cli.info"] = _cli_info_stand_in()
     try:
-        import spacy
-        import spacy.lang.en  # noqa: F401
+        with standing_in("spacy.cli.info", "info", unless_imported="spacy"):
+            import spacy
+            import spacy.lang.en  # noqa: F401
     finally:
         if hide and sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
-        if stub and getattr(sys.modules.get("spacy.cli.info"), "_cidermill_stand_in", False):
-            del sys.modules["spacy.cli.info"]
     return spacy
-
-
-def _cli_info_stand_in():
-    """A module with spaCy's `info` function, which imports the real one (and spaCy's CLI) on first call."""
-    import types
-
-    module = types.ModuleType("spacy.cli.info")
-    module._cidermill_stand_in = True  # type: ignore[attr-defined]
-
-    def info(*args, **kwargs):
-        from spacy.cli.info import info as real
-
-        return real(*args, **kwargs)
-
-    module.info = info  # type: ignore[attr-defined]
-    return module
 
 
 def _special_cases() -> frozenset[str]:

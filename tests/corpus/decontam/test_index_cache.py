@@ -89,3 +89,25 @@ def test_an_unwritable_cache_still_gives_the_index(cache, monkeypatch):
     index, _ = _cached(builds)
     _same(index, _fresh())
     assert not list(cache.glob("*"))
+
+
+def test_item_counts_are_counted_once_per_data_and_equal_reading_every_item(cache, tmp_path):
+    from corpus.decontam.benchmarks import cached_count, data_info, raw_items
+
+    calls = []
+
+    def count(name):
+        def run():
+            calls.append(name)
+            return sum(1 for _ in raw_items(name))
+        return run
+
+    expected = {n: sum(1 for _ in raw_items(n)) for n in NAMES}  # the reference: every item read here
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected
+    assert calls == NAMES  # the second time from the cache
+    for entry in (tmp_path / "decontam-items").iterdir():
+        entry.write_text("12x")  # not a count: counted again
+    assert {n: cached_count(n, None, count(n)) for n in NAMES} == expected and calls == NAMES * 2
+    data_info.cache_clear()
+    assert [data_info(n)["items"] for n in NAMES] == [expected[n] for n in NAMES]

@@ -312,3 +312,70 @@ def test_sections_that_lost_their_text_bring_in_a_second_opinion(monkeypatch):
     assert off.text == "\n".join([body, "Printing", body])
     big = extract_mod.extract_page(page, "text/html", None, second_opinion_max_chars=len(page) - 1)
     assert calls == [True] and big.text == off.text  # a page over the size cap gets no second opinion
+
+
+def _date_by_queries(tree):
+    """The reference: each date selector queried on its own, in order; the first match with a non-blank value."""
+    for selector, attr in extract_mod._DATE_SELECTORS:
+        node = tree.document.query_selector(selector)
+        if node is not None and (node.getattr(attr) or "").strip():
+            return node.getattr(attr).strip()[:64]
+    return None
+
+
+@pytest.mark.parametrize("head, body, expected", [
+    # priority beats document order
+    ('<meta itemprop="datePublished" content="I"><meta property="article:published_time" content="A">', "", "A"),
+    # a selector whose first match is blank gives way to the next selector, not to its own second match
+    ('<meta name="pubdate" content="P"><meta name="date" content="  "><meta name="date" content="D2">', "", "P"),
+    # attribute values compare with their case; <time> comes last
+    ('<meta name="DATE" content="X">', '<time>no attribute</time><time datetime=" T ">t</time>', "T"),
+    ('<meta name="date" content="' + "9" * 80 + '">', "", "9" * 64),
+    ('<meta name="description" content="2020-01-01">', "<p>no date</p>", None),
+])
+def test_date_is_the_first_selector_with_a_value(head, body, expected):
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(f"<html><head>{head}</head><body>{body}</body></html>")
+    assert extract_mod._date(tree) == expected == _date_by_queries(tree)
+
+
+def test_date_equals_one_query_per_selector_on_every_bundled_and_readability_page(readability_dir):
+    from resiliparse.parse.html import HTMLTree
+
+    table = warc_rows()
+    pages = [decode_html(c, t)[0] for c, t in zip(table.column("content").to_pylist(),
+                                                   table.column("content_type").to_pylist())]
+    pages += [decode_html(p.read_bytes(), None)[0] for p in sorted(readability_dir.glob("*/source.html"))]
+    dated = 0
+    for html in pages:
+        tree = HTMLTree.parse(html)
+        dated += _date_by_queries(tree) is not None
+        assert extract_mod._date(tree) == _date_by_queries(tree)
+    assert len(pages) > 150 and dated >= 20  # the pages exercise the date path, not only "no date"
+
+
+def test_byte_identical_payloads_are_extracted_once_each_row_as_if_alone(monkeypatch):
+    import uuid
+
+    calls = []
+    real = extract_mod.extract_page
+
+    def counting(content, *args, **kwargs):
+        calls.append(content)
+        return real(content, *args, **kwargs)
+
+    monkeypatch.setattr("corpus.stages.web_extract.extract_page", counting)
+    token = uuid.uuid4().hex  # bytes no earlier test extracted in this process
+    page = (f"<html><head><title>{token}</title></head><body><article><p>" + "A sentence of the story. " * 40
+            + "</p></article><div class='comments'><p>" + "A reader's comment on it. " * 12
+            + "</p></div></body></html>").encode()
+    other = page.replace(b"story", b"tale")
+    urls = ["http://a.org/story", "https://a.org/story?utm=1", "http://a.org/forum/thread/1", "http://b.org/x"]
+    rows = _rows([page, page, page, other], urls=urls)
+    result = stage_class("web_extract_v1")({})(rows)
+    assert len(calls) == 3  # the second copy under a non-forum URL was not extracted again
+    expected = [real(c, "text/html", u) for c, u in zip([page, page, page, other], urls)]
+    assert result.table.column("text").to_pylist() == [p.text for p in expected]
+    assert result.table.column("title").to_pylist() == [token] * 4
+    assert result.stats.counters["extractor_blocks"] + result.stats.counters.get("extractor_trafilatura", 0) >= 3

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
 import pytest
 
 from corpus.registry import stage_class
-from corpus.web.ngrams import JoinedWords, duplicated_ngram_chars, top_ngram_chars
+from corpus.web.ngrams import JoinedWords, duplicated_ngram_chars, later_occurrences, top_ngram_chars
 
 from .conftest import c4_texts, table_of
 
@@ -115,6 +116,61 @@ def test_hashed_ngrams_equal_datatrove_string_ngrams():
             assert (top_ngram_chars(h, lengths) if len(h) else None) == top, (words, n)
             h, lengths = JoinedWords(words, "").ngrams(n)
             assert duplicated_ngram_chars(h, lengths, n) == dup, (words, n)
+
+
+def _repeating_words(rng):
+    """Words with runs copied from earlier in the text (so that n-grams of every n repeat, overlapping)."""
+    vocab = ["a", "ab", "b", "ba", "the", "cat", "ca", "t", "é", "x" * 9, "."]
+    words = [rng.choice(vocab) for _ in range(rng.randint(0, 30))]
+    for _ in range(rng.randint(0, 4)):
+        if words:
+            start = rng.randrange(len(words))
+            words += words[start:start + rng.randint(1, 15)] + [rng.choice(vocab) for _ in range(rng.randint(0, 8))]
+    return words
+
+
+def test_later_occurrences_of_the_shortest_gram_bound_datatrove_duplicate_count():
+    rng = random.Random(11)
+    for trial in range(400):
+        words = _repeating_words(rng)
+        glued = JoinedWords(words, "")
+        later = later_occurrences(glued.ngrams(5)[0])
+        for n in range(5, 11):
+            _, dup = _datatrove_ngram_values(words, n)
+            assert dup <= glued.span_chars(later, n), (words, n)
+
+
+def test_repetition_reasons_and_evidence_equal_datatrove_on_repeating_texts():
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import GopherRepetitionFilter
+
+    from datatrove.utils.text import split_into_words
+
+    rng = random.Random(5)
+    vocab = "the cat sat on a mat and dog ran far away quickly home while birds sang over green hills".split()
+    sentences = [" ".join(rng.choice(vocab) for _ in range(rng.randint(4, 12))) + "." for _ in range(60)]
+    texts = []
+    for _ in range(150):  # one paragraph of sentences, 0-4 of them repeats: around the n-gram limits
+        k = rng.randint(5, 30)
+        pool = rng.sample(sentences, k)
+        texts.append(" ".join(pool + rng.choices(pool, k=rng.randint(0, 4))))
+    peer = GopherRepetitionFilter()
+    table = table_of(texts)
+    result = stage_class("gopher_repetition_v1")({})(table)
+    got = dict(zip(result.rejects.column("id").to_pylist(), zip(result.rejects.column("drop_reason").to_pylist(),
+                                                                result.rejects.column("drop_detail").to_pylist())))
+    dup_reasons = 0
+    for i, text in enumerate(texts):
+        verdict = peer.filter(Document(text=text, id=str(i)))
+        expected = None if verdict is True else verdict[1]
+        reason, detail = got.get(f"d{i}", (None, None))
+        assert reason == expected, (i, text)
+        if reason and reason.startswith("duplicated_"):
+            dup_reasons += 1
+            n = int(reason.split("_")[1])
+            _, dup = _datatrove_ngram_values(split_into_words(text, "eng"), n)
+            assert json.loads(detail)["duplicated_chars"] == dup
+    assert dup_reasons >= 10 and sum(r is None for r in (got.get(f"d{i}", (None,))[0] for i in range(150))) >= 10
 
 
 def test_edge_pages_get_datatrove_reasons():
