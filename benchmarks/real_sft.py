@@ -5,9 +5,11 @@ before and after, in the checkpoint's chat format (ChatML for this tokenizer: tr
 
 Data: the shipped LLaMA-Factory KTO demo conversations (data/samples/preference/llamafactory/kto_en_demo,
 the 150 with label true), split 80/10/10 (seeded) into train / dev / test. IFEval prompts (../shared/data/
-benchmarks, evals/model/ifeval.py) are split 20/80 (seeded) into dev (unused) / test. The
-model is trained on `train` only; the step kept (among the `--save-every` checkpoints) is the one with the
-lowest dev loss; the test conversations and test IFEval prompts are used for nothing but the figures printed.
+benchmarks, evals/model/ifeval.py) are split 20/80 (seeded) into dev / test. The dev prompts serve only
+`--rs-samples N`, rejection sampling as in the AFM recipe's SFT data: N sampled base responses per dev prompt;
+the first that ends by itself and passes every strict check joins the training data. The model is trained on
+`train` (and those) only; the step kept (among the `--save-every` checkpoints) is the one with the lowest dev
+loss; the test conversations and test IFEval prompts are used for nothing but the figures printed.
 Only the top `--trainable-layers` of 30 transformer layers (and the final norm) are trained (CPU budget).
 
 IFEval: greedy, at most `--max-new` tokens, strict and loose prompt/instruction-level accuracy of
@@ -23,10 +25,28 @@ import argparse
 import json
 from pathlib import Path
 
-from real_common import (Clock, REPO, base_checkpoint, ifeval_prompts, ifeval_scores, load_line, paired_bootstrap,
-                         setup_threads, sft_heldout_loss, split, wilson, write_jsonl)
+from real_common import (Clock, REPO, base_checkpoint, generate, ifeval_prompts, ifeval_scores, load_line,
+                         paired_bootstrap, setup_threads, sft_heldout_loss, split, wilson, write_jsonl)
 
 KTO = REPO / "data/samples/preference/llamafactory/kto_en_demo.json.gz"
+
+
+def rejection_sampled(base, prompts: list[dict], *, k: int, max_new: int, temperature: float) -> list[dict]:
+    """One conversation per prompt whose first passing sample (of `k`, sampled from the base) ends by itself and
+    passes every strict IFEval check of its prompt (synth/checkers/ifeval.py): rejection-sampled SFT data, from
+    the IFEval dev split only (the test prompts are never sampled)."""
+    from synth.checkers.ifeval import score
+
+    convs = [[{"role": "user", "content": p["prompt"]}] for p in prompts]
+    kept: dict[int, str] = {}
+    for j in range(k):
+        texts, ended = generate(base, convs, max_new_tokens=max_new, batch=32, temperature=temperature,
+                                seed=1000 * (j + 1))
+        _, rows = score(prompts, texts)
+        for i, (t, e, row) in enumerate(zip(texts, ended, rows)):
+            if i not in kept and e and all(row["strict"]):
+                kept[i] = t
+    return [{"messages": convs[i] + [{"role": "assistant", "content": kept[i]}]} for i in sorted(kept)]
 
 
 def main() -> int:
@@ -40,6 +60,11 @@ def main() -> int:
     p.add_argument("--save-every", type=int, default=10)
     p.add_argument("--ifeval-test", type=int, default=100)
     p.add_argument("--max-new", type=int, default=128)
+    p.add_argument("--rs-samples", type=int, default=0,
+                   help="rejection-sampled IFEval data: this many sampled base responses per IFEval dev prompt; "
+                        "those that end by themselves and pass every strict check join the SFT training data")
+    p.add_argument("--rs-max-new", type=int, default=160, help="new tokens per rejection-sampled response")
+    p.add_argument("--rs-temperature", type=float, default=0.7)
     args = p.parse_args()
     setup_threads()
 
@@ -58,6 +83,13 @@ def main() -> int:
     test_prompts = prompts["test"][: args.ifeval_test]
     tok_spec = str(base / "tokenizer" / "tokenizer.json")
 
+    train_files = [files["train"]]
+    if args.rs_samples:
+        rs = rejection_sampled(base, prompts["dev"], k=args.rs_samples, max_new=args.rs_max_new,
+                               temperature=args.rs_temperature)
+        train_files.append(write_jsonl(work / "sft" / "data" / "ifeval_rs.jsonl", rs))
+        print(f"rejection sampling: {len(rs)} of {len(prompts['dev'])} IFEval dev prompts got a response that ends "
+              f"and passes every strict check ({args.rs_samples} samples each; {clock.mark('rs'):.0f} s)", flush=True)
     before = {"test_loss": sft_heldout_loss(base, files["test"], seq_length=args.seq, tokenizer_spec=tok_spec)}
     print(f"base held-out loss {before['test_loss']:.4f} ({clock.mark('base loss'):.0f} s)", flush=True)
     before["ifeval"] = ifeval_scores(base, test_prompts, max_new_tokens=args.max_new)
@@ -66,7 +98,7 @@ def main() -> int:
     cfg = from_dict({
         "name": "real-sft", "method": "sft", "model": {"shape": "checkpoint"}, "tokenizer": "checkpoint",
         "init_from": str(base), "template": {"max_length": args.seq},
-        "data": {"sources": [{"path": files["train"]}], "valid_fraction": 0.05, "seed": 0},
+        "data": {"sources": [{"path": f} for f in train_files], "valid_fraction": 0.05, "seed": 0},
         "seq_length": args.seq, "global_batch": args.batch, "micro_batch": min(2, args.batch),
         "steps": args.steps, "save_every": args.save_every, "trainable_layers": args.trainable_layers,
         "optim": {"name": "adamw", "peak_lr": args.lr, "warmup_steps": 3, "final_fraction": 0.1,
@@ -87,8 +119,10 @@ def main() -> int:
     lo, hi = paired_bootstrap(b["per_prompt"], a["per_prompt"])
     ilo, ihi = paired_bootstrap(b["per_instruction"], a["per_instruction"])
     n = len(test_prompts)
-    print(f"\nSFT on {len(parts['train'])} conversations ({args.steps} steps x {args.batch} packs of {args.seq}, top "
-          f"{args.trainable_layers} layers, lr {args.lr}); kept {Path(chosen).name} by dev loss; SFT {result.seconds:.0f} s")
+    rs_note = " + rejection-sampled IFEval dev responses" if args.rs_samples else ""
+    print(f"\nSFT on {len(parts['train'])} conversations{rs_note} ({args.steps} steps x {args.batch} packs of "
+          f"{args.seq}, top {args.trainable_layers} layers, lr {args.lr}); kept {Path(chosen).name} by dev loss; "
+          f"SFT {result.seconds:.0f} s")
     print("| metric (held-out) | base | SFT | change (95% CI) |\n|---|---|---|---|")
     print(f"| SFT loss, {len(parts['test'])} test conversations (nats/token) | {before['test_loss']:.4f} | "
           f"{after['test_loss']:.4f} | {after['test_loss'] - before['test_loss']:+.4f} |")
