@@ -192,7 +192,7 @@ def run_loop(cfg, model, *, n_items: int, micro_batch_at: Callable[[list[int]], 
     try:
         run = loop.start(cfg, model, directory, log=log,
                          find_unused=bool(getattr(model, "grading", None)))  # a batch may carry no grade
-        # every post-training checkpoint records the chat format it was trained in (checkpoint.load_checkpoint_tokenizer)
+        # each post-training checkpoint records its chat format (checkpoint.load_checkpoint_tokenizer)
         extra = {"template": chat_format(load_tokenizer(cfg.tokenizer)).name, **(extra_manifest or {})}
         return _run(cfg, run, n_items=n_items, micro_batch_at=micro_batch_at, loss_fn=loss_fn, evaluate=evaluate,
                     data=data, stop_after=stop_after, log=log, extra=extra)
