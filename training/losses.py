@@ -27,15 +27,20 @@ def cross_entropies(logits: torch.Tensor, targets: list[torch.Tensor]) -> list[t
     return [tensor_parallel.vocab_parallel_cross_entropy(logits.float().clone(), t) for t in targets]
 
 
+def exact_token_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
+    """Σ_v π(v)·(log π(v) − log π_ref(v)) per position, from full logits [.., V] -> [..]."""
+    lp = torch.log_softmax(logits.float(), dim=-1)
+    lq = torch.log_softmax(ref_logits.float(), dim=-1)
+    return (lp.exp() * (lp - lq)).sum(dim=-1)
+
+
 def kl_divergences(logits: torch.Tensor, teacher_logits: torch.Tensor, *, temperature: float = 1.0) -> torch.Tensor:
     """Per-token KL(teacher || student) [B,S] between the softmaxes of `teacher_logits` and `logits` [B,S,V] at
     `temperature`, times temperature² (so the gradient's scale does not shrink as the temperature rises).
     Full-vocabulary logits only (one tensor-parallel rank)."""
     if _tp_size() != 1:
         raise NotImplementedError("kl_divergences: vocabulary-parallel logits (tensor parallel > 1) are not supported")
-    logp_s = F.log_softmax(logits.float() / temperature, dim=-1)
-    logp_t = F.log_softmax(teacher_logits.float() / temperature, dim=-1)
-    return (logp_t.exp() * (logp_t - logp_s)).sum(-1) * temperature ** 2
+    return exact_token_kl(teacher_logits.float() / temperature, logits.float() / temperature) * temperature ** 2
 
 
 def masked_mean(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

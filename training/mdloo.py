@@ -47,6 +47,8 @@ import torch
 
 from manifests.errors import ConfigError
 
+from .losses import exact_token_kl  # noqa: F401 -- the monitoring KL (rl_loop, tests), shared with distillation
+
 KL_ESTIMATORS = ("k1", "k3")
 TRUST_KLS = ("sampled", "full")
 RATIOS = ("token", "sequence")
@@ -76,13 +78,6 @@ def penalised_rewards(task_rewards: torch.Tensor, logp: torch.Tensor, logp_ref: 
     """R = r − β·Σ_t kl_t over the response tokens (mask), and the per-response KL estimate Σ_t kl_t."""
     kl = (token_kl(logp, logp_ref, estimator) * mask).sum(dim=-1)
     return task_rewards - beta * kl, kl
-
-
-def exact_token_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
-    """Σ_v π(v)·(log π(v) − log π_ref(v)) per position, from full logits [.., V] -> [..]."""
-    lp = torch.log_softmax(logits.float(), dim=-1)
-    lq = torch.log_softmax(ref_logits.float(), dim=-1)
-    return (lp.exp() * (lp - lq)).sum(dim=-1)
 
 
 def mirror_descent_loss(logp: torch.Tensor, logp_k: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,3 +20,16 @@ def cache_dir(*parts: str) -> Path:
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def store_cache_entry(path: Path, write: Callable[[Path], None]) -> None:
+    """Put a cache entry in place whole: `write(tmp)` to a temporary file beside `path` (same suffix, so
+    numpy's savers add none), then rename it over `path`, so a reader sees the old entry or the new one. A
+    cache that cannot be written (read-only, full) only costs the next run the work again: the error is
+    dropped with the temporary file."""
+    tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)

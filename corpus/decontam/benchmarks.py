@@ -155,7 +155,7 @@ def cached_count(name: str, folder: Path | None, count: Callable[[], int]) -> in
     `<CIDERMILL_CACHE>/decontam-items/<key>`, the key a sha256 of the benchmark's name, source and data bytes
     and of the readers' code (benchmarks.py): the same data read by the same code has the same count. An
     entry that is not a count is counted again and replaced."""
-    from ..code.paths import cache_dir
+    from ..code.paths import cache_dir, store_cache_entry
 
     h = hashlib.sha256(f"decontam-items 1\0{name}\0{source(name, folder)}\0{data_sha256(name, folder)}\0".encode())
     h.update(Path(__file__).read_bytes())
@@ -167,12 +167,7 @@ def cached_count(name: str, folder: Path | None, count: Callable[[], int]) -> in
     except (OSError, UnicodeDecodeError):
         pass
     n = count()
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(str(n), encoding="ascii")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    store_cache_entry(path, lambda tmp: tmp.write_text(str(n), encoding="ascii"))
     return n
 
 

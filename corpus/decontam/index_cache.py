@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 from typing import Callable
 
@@ -67,7 +66,7 @@ def well_formed(index: NgramIndex, names: list[str], *, min_n: int, max_n: int) 
 def cached_index(names: list[str], folder: Path | None, *, min_n: int, max_n: int,
                  build: Callable[[], NgramIndex]) -> tuple[NgramIndex, bytes]:
     """(index, its `.npz` bytes): read from the cache when a valid entry exists, else `build()` and cache it."""
-    from ..code.paths import cache_dir
+    from ..code.paths import cache_dir, store_cache_entry
 
     path = cache_dir("decontam-index") / f"{cache_key(names, folder, min_n=min_n, max_n=max_n)}.npz"
     try:
@@ -82,10 +81,5 @@ def cached_index(names: list[str], folder: Path | None, *, min_n: int, max_n: in
         log.warning("decontam index cache %s is unreadable (%s); building it again", path, exc)
     index = build()
     data = index.to_bytes()
-    tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npz")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:   # a read-only or full cache only costs the next run the build again
-        tmp.unlink(missing_ok=True)
+    store_cache_entry(path, lambda tmp: tmp.write_bytes(data))
     return index, data

@@ -189,8 +189,7 @@ def line_candidates(line: str, offset: int, lineno: int, shapes_only: bool = Fal
     `has_token`: whether the line holds a run of 20+ token characters, when the caller knows (None: search)."""
     if has_token is None:
         has_token = _LONG_TOKEN.search(line) is not None
-    found = _line_values(line, shapes_only, has_token) if len(line) <= CACHED_LINE else \
-        _line_values.__wrapped__(line, shapes_only, has_token)  # per_line, without its frame
+    found = per_line(_line_values, line, shapes_only, has_token)
     return [Candidate(offset + s, offset + e, lineno, name, op, quote) for s, e, name, op, quote in found]
 
 

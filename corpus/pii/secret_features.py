@@ -99,6 +99,15 @@ def _camel_break(m: re.Match) -> str:
     return (m.group(1) or m.group(3)) + "_" + (m.group(2) or m.group(4))
 
 
+def _compound(w: str) -> str | None:
+    """The credential word a glued compound ends with (ADMINPASSWORD -> password), for a word not in NAME_WORDS."""
+    if w.endswith(_COMPOUND_WORDS):  # (a word is letters only: no "\n" for `$`)
+        m = _COMPOUND.search(w)
+        if len(w) > len(m.group()):
+            return m.group()
+    return None
+
+
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> tuple[str, ...]:
     """Words of an identifier; a glued compound (ADMINPASSWORD, refreshtoken) also gives its credential word."""
@@ -108,10 +117,8 @@ def name_words(name: str) -> tuple[str, ...]:
         if not w:
             continue
         out.append(w)
-        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):  # (a word is letters only: no "\n" for `$`)
-            m = _COMPOUND.search(w)
-            if len(w) > len(m.group()):
-                out.append(m.group())
+        if w not in NAME_WORDS and (c := _compound(w)):
+            out.append(c)
     return tuple(out)
 
 
@@ -120,11 +127,7 @@ def _known_words(text: str) -> frozenset:
     name_words' cache (a line would only evict the names from it)."""
     words = set(_SPLIT.split(_CAMEL.sub(_camel_break, text.lstrip("$@-")).lower()))
     known = words & NAME_WORDS
-    for w in words:
-        if w not in NAME_WORDS and w.endswith(_COMPOUND_WORDS):
-            m = _COMPOUND.search(w)
-            if len(w) > len(m.group()):
-                known.add(m.group())
+    known.update(c for w in words - known if (c := _compound(w)))
     return frozenset(known)
 
 

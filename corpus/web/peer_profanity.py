@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
-import os
 import re
 import zipfile
 from functools import lru_cache
@@ -82,7 +81,7 @@ def _valid(arrays: dict) -> bool:
 @lru_cache(maxsize=1)
 def _model():
     """(token regex, term -> column, arrays), or None: use the package itself."""
-    from ..code.paths import cache_dir
+    from ..code.paths import cache_dir, store_cache_entry
 
     files = _model_files()
     key = hashlib.sha256(f"{_FORMAT}\0{metadata.version('scikit-learn')}\0".encode())
@@ -101,12 +100,7 @@ def _model():
         arrays = _extract()
         if arrays is None:
             return None
-        tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npz")
-        try:
-            np.savez(tmp, **arrays)
-            os.replace(tmp, path)
-        except OSError:   # a read-only cache only costs the next process the extraction again
-            tmp.unlink(missing_ok=True)
+        store_cache_entry(path, lambda tmp: np.savez(tmp, **arrays))
     column = {t: i for i, t in enumerate(arrays["terms"].tolist())}
     return re.compile(str(arrays["pattern"])), column, arrays
 

