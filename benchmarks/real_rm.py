@@ -100,6 +100,8 @@ def main() -> int:
     p.add_argument("--trainable-layers", type=int, default=6)
     p.add_argument("--head-lr-mult", type=float, default=1.0, help="rm.head_lr_mult: the heads' lr = --lr x this")
     p.add_argument("--pooling", choices=("last", "mean"), default="last", help="rm.pooling")
+    p.add_argument("--head-init", choices=("zeros", "probe"), default="zeros",
+                   help="rm.head_init: probe = fit the head on the frozen body's states of every train pair first")
     p.add_argument("--warmup", type=int, default=10, help="warm-up steps of the lr schedule")
     p.add_argument("--save-every", type=int, default=20)
     p.add_argument("--dev-max", type=int, default=100, help="dev pairs scored per checkpoint")
@@ -124,7 +126,7 @@ def main() -> int:
                                          "valid_fraction": 0.02, "seed": 0},
         "seq_length": args.seq, "global_batch": args.batch, "micro_batch": min(4, args.batch), "steps": args.steps,
         "save_every": args.save_every, "trainable_layers": args.trainable_layers, "valid_max": 16,
-        "rm": {"pooling": args.pooling, "head_lr_mult": args.head_lr_mult},
+        "rm": {"pooling": args.pooling, "head_lr_mult": args.head_lr_mult, "head_init": args.head_init},
         "optim": {"name": "adamw", "peak_lr": args.lr, "warmup_steps": args.warmup, "final_fraction": 0.1,
                   "weight_decay": 0.0},
         "out_dir": str(work / "rm" / "run"), "log_every": 10, "seed": 0}, where="real_rm")
@@ -152,7 +154,8 @@ def main() -> int:
     rm, bow = correct(deltas), bow_accuracy(unique, test_items)
     lo, hi = paired_bootstrap(list(bow), list(rm))
     print(f"\nRM from {init} ({args.steps} steps x {args.batch} pairs, seq {args.seq}, top {args.trainable_layers} "
-          f"layers, lr {args.lr}, head lr x{args.head_lr_mult}, {args.pooling} pooling; kept {Path(chosen).name} "
+          f"layers, lr {args.lr}, head lr x{args.head_lr_mult}, {args.pooling} pooling, head init {args.head_init}; "
+          f"kept {Path(chosen).name} "
           f"by dev accuracy on {len(dev_items)} pairs); "
           f"BoW trained on {len(unique)} pairs; training {result.seconds:.0f} s")
     print("| test pairs | n | RM accuracy (95% CI) | BoW accuracy (95% CI) | RM - BoW |\n|---|---|---|---|---|")

@@ -106,15 +106,16 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def check_run_numbers(cfg) -> None:
+def check_run_numbers(cfg, *, min_steps: int = 1) -> None:
     """The numbers every training config shares (TrainConfig, PostTrainConfig): a batch of 0, a RoPE base of
-    0 or a negative step count is refused before any work, naming the key (they used to run to nonsense)."""
+    0 or a negative step count is refused before any work, naming the key (they used to run to nonsense).
+    `min_steps` 0: a recipe whose work before the first step is a result (an RM's probed head)."""
     where = cfg.name
     for key in ("global_batch", "micro_batch", "rotary_base"):
         require_number(getattr(cfg, key), key, where=where, ge=1, integer=True)
-    for key in ("steps", "seq_length"):
+    for key, least in (("steps", min_steps), ("seq_length", 1)):
         if getattr(cfg, key) is not None:
-            require_number(getattr(cfg, key), key, where=where, ge=1, integer=True)
+            require_number(getattr(cfg, key), key, where=where, ge=least, integer=True)
     for key in ("save_every", "eval_every", "log_every"):
         if hasattr(cfg, key):
             require_number(getattr(cfg, key), key, where=where, ge=0, integer=True)

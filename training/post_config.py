@@ -94,9 +94,22 @@ class RMConfig:
     # and an Adam step moves each weight by about the lr: at a rate fit for a pretrained body (1e-5..5e-4) the
     # head barely leaves zero in a short run, so a released base needs a larger rate for its new head
     head_lr_mult: float = 1.0
+    # how the scalar head starts: "zeros" (every pair at σ = 0.5), or "probe": fitted on the frozen body's pooled
+    # states of the training pairs before any step (linear probing, then fine-tuning: LP-FT, Kumar et al. 2022),
+    # its L2 weight chosen from `probe_l2` by `probe_folds`-fold cross-validation on those pairs
+    head_init: str = "zeros"
+    probe_l2: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+    probe_folds: int = 5
 
     def __post_init__(self):
         require_number(self.head_lr_mult, "rm.head_lr_mult", gt=0)
+        if self.head_init not in ("zeros", "probe"):
+            raise ConfigError(f"rm.head_init must be 'zeros' or 'probe'; got {self.head_init!r}")
+        if not self.probe_l2 or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in self.probe_l2):
+            raise ConfigError(f"rm.probe_l2 must be a non-empty list of positive numbers; got {self.probe_l2!r}")
+        if not isinstance(self.probe_folds, int) or self.probe_folds < 2:
+            raise ConfigError(f"rm.probe_folds must be an integer >= 2; got {self.probe_folds!r}")
         if self.pooling not in ("last", "mean"):
             raise ConfigError(f"rm.pooling must be 'last' or 'mean'; got {self.pooling!r}")
         if not all(0.5 <= p <= 1 for p in self.level_probs):
@@ -145,7 +158,8 @@ class PostTrainConfig:
         if self.micro_batch <= 0 or self.global_batch % self.micro_batch:
             raise ConfigError(f"{self.name}: global_batch ({self.global_batch}) must be a multiple of "
                               f"micro_batch ({self.micro_batch})")
-        check_run_numbers(self)
+        # an RM whose head is probed is a model at step 0 already: `steps: 0` keeps the probe alone
+        check_run_numbers(self, min_steps=0 if self.rm and self.rm.head_init == "probe" else 1)
         require_number(self.seq_length, "seq_length", where=self.name, ge=2)
         require_number(self.valid_max, "valid_max", where=self.name, ge=1, integer=True)
         require_number(self.trainable_layers, "trainable_layers", where=self.name, ge=0, integer=True)
@@ -208,6 +222,8 @@ def from_dict(raw: dict, *, where: str = "config") -> PostTrainConfig:
         parts["dpo"] = _build(DPOConfig, dict(raw.pop("dpo", None) or {}), f"{where}: dpo")
     if raw.get("rm") is not None or raw.get("method") == "rm":
         rm = dict(raw.pop("rm", None) or {})
+        if isinstance(rm.get("probe_l2"), list):
+            rm["probe_l2"] = tuple(rm["probe_l2"])
         for key in ("level_probs", "strength_thresholds"):
             if key in rm:
                 rm[key] = tuple(float(x) for x in rm[key])

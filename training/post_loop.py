@@ -212,7 +212,8 @@ def _run(cfg, run, *, n_items, micro_batch_at, loss_fn, evaluate, data, stop_aft
         if cfg.save_every and done % cfg.save_every == 0 and done != end:
             _save(cfg, run, done, result, steps, data, extra)
 
-    steps = loop.run_steps(run, end=end, schedule=cfg.optim.schedule(cfg.steps), loss_fn=loss_fn, log=log,
+    # steps 0 (an RM's probed head alone) runs no step, so its schedule is never read
+    steps = loop.run_steps(run, end=end, schedule=cfg.optim.schedule(max(cfg.steps, 1)), loss_fn=loss_fn, log=log,
                            batch_at=lambda first, size: micro_batch_at([(first + j) % n_items for j in range(size)]),
                            after_step=after_step)
     result.losses, result.metrics, result.grad_norms = steps.losses, steps.figures, list(steps.grad_norms)

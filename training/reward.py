@@ -15,10 +15,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from manifests.errors import ConfigError
+
 from . import parallel
 from .chat import load_tokenizer
 from .packing import uses_thd
-from .post_loop import build_gpt, data_id, forward, run_loop
+from .post_loop import build_gpt, data_id, forward, open_post_run, run_loop
 from .pref_eval import format_report, pairwise_report
 from .prefs import load_pairs, pair_batch
 
@@ -54,9 +56,14 @@ class RewardModel(torch.nn.Module):
         self._hidden = output[0] if isinstance(output, tuple) else output  # [S, B, H], after the final norm
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """rewards [B] and grade logits {property: [B, classes]} from each row's pooled final hidden state:
-        its last real token, or the mean over its response tokens (`loss_mask`, shifted: position t holds
-        the state after input t, whose target t+1 is a response token)."""
+        """rewards [B] and grade logits {property: [B, classes]} from each row's pooled final hidden state."""
+        pooled = self.pooled(batch).to(self.score.weight.dtype)  # bf16 heads under megatron's Float16Module
+        return self.score(pooled).squeeze(-1).float(), {n: head(pooled).float() for n, head in self.grading.items()}
+
+    def pooled(self, batch: dict) -> torch.Tensor:
+        """[B, H] float32: each row's final hidden state at its last real token, or the mean over its response
+        tokens (`loss_mask`, shifted: position t holds the state after input t, whose target t+1 is a response
+        token)."""
         b, s = batch["tokens"].shape
         forward(self.gpt, batch)  # explicit mask, or THD rows flattened to [1, B·S] on the TE path
         h = self._hidden.transpose(0, 1).reshape(b, s, -1).float()  # [B, S, H]
@@ -66,8 +73,7 @@ class RewardModel(torch.nn.Module):
             pooled = (h * w[..., None]).sum(1) / w.sum(1, keepdim=True).clamp_min(1.0)
         else:
             pooled = h[torch.arange(b, device=h.device), batch["last_index"]]
-        pooled = pooled.to(self.score.weight.dtype)  # bf16 heads under megatron's Float16Module
-        return self.score(pooled).squeeze(-1).float(), {n: head(pooled).float() for n, head in self.grading.items()}
+        return pooled
 
     def sharded_state_dict(self, prefix: str = "", sharded_offsets=(), metadata=None):
         """For megatron's dist_checkpointing (GPU checkpoints): the GPT's own sharded state under `gpt.`,
@@ -92,6 +98,74 @@ def grade_targets(items, heads) -> dict[str, torch.Tensor]:
                 raise ValueError(f"grading head {name}: grade {v} outside 0..{k - 1}")
         out[name] = torch.tensor([int(v) for v in vals])
     return out
+
+
+def fit_soft_bt(d: torch.Tensor, p: torch.Tensor, l2: float) -> torch.Tensor:
+    """w [H] minimising mean_i soft_bt_loss(d_i · w, p_i) + l2/2 · |w|² (float64, L-BFGS; convex, so the
+    start does not matter). `d` [n, H]: chosen − rejected features; `p` [n]: target P(chosen > rejected)."""
+    d, p = d.double(), p.double()
+    w = torch.zeros(d.shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w], lr=1.0, max_iter=500, history_size=20, tolerance_grad=1e-10,
+                            tolerance_change=1e-14, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = soft_bt_loss(d @ w, p).mean() + l2 / 2 * (w * w).sum()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        opt.step(closure)
+    return w.detach()
+
+
+def probe_fit(d: torch.Tensor, p: torch.Tensor, *, l2_grid, folds: int, seed: int) -> tuple[torch.Tensor, dict]:
+    """The linear probe of LP-FT on pair features: each feature scaled by its standard deviation over the
+    pairs, the L2 weight with the lowest mean held-out soft-BT loss over `folds` seeded folds (ties: the larger
+    weight), then one fit on every pair. Returns (w [H] in the unscaled features' units, a report)."""
+    n = d.shape[0]
+    if n < 2 * folds:
+        raise ConfigError(f"rm.head_init probe: {n} training pairs, fewer than 2 x rm.probe_folds ({folds})")
+    d, p = d.double(), p.double()
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    parts = [order[k::folds] for k in range(folds)]
+    grid = {}
+    for l2 in sorted(set(float(x) for x in l2_grid)):
+        losses, right = [], 0.0
+        for k, test in enumerate(parts):
+            train = torch.cat([q for j, q in enumerate(parts) if j != k])
+            scale = d[train].std(0).clamp_min(1e-8)
+            z = (d[test] / scale) @ fit_soft_bt(d[train] / scale, p[train], l2)
+            losses.append(soft_bt_loss(z, p[test]))
+            right += float((z > 0).double().sum() + 0.5 * (z == 0).double().sum())
+        grid[l2] = {"cv_loss": float(torch.cat(losses).mean()), "cv_accuracy": right / n}
+    best = min(grid, key=lambda l2: (round(grid[l2]["cv_loss"], 12), -l2))
+    scale = d.std(0).clamp_min(1e-8)
+    w = fit_soft_bt(d / scale, p, best) / scale
+    return w, {"pairs": n, "folds": folds, "l2": best, **grid[best],
+               "grid": {f"{k:g}": {m: round(v, 4) for m, v in r.items()} for k, r in grid.items()}}
+
+
+@torch.no_grad()
+def probe_head(model: "RewardModel", items, batch_of, *, level_probs: torch.Tensor, micro_batch: int,
+               l2_grid, folds: int, seed: int) -> dict:
+    """Set the scalar head from a linear probe on the frozen body (the LP of LP-FT): the pooled states of
+    every training pair, chosen − rejected, fitted to the pairs' target probabilities; the bias stays 0 (a
+    reward's offset cancels in Δ). Every rank computes the same fit from the same pairs."""
+    was_training = model.training
+    model.eval()
+    diffs, targets = [], []
+    for at in range(0, len(items), micro_batch):
+        chunk = items[at: at + micro_batch]
+        b = batch_of(chunk)
+        h = model.pooled(b).double().cpu()
+        diffs.append(h[: len(chunk)] - h[len(chunk):])
+        targets.append(level_probs.double()[b["level"].cpu()])
+    w, report = probe_fit(torch.cat(diffs), torch.cat(targets), l2_grid=l2_grid, folds=folds, seed=seed)
+    model.score.weight.copy_(w.to(model.score.weight)[None])
+    model.score.bias.zero_()
+    model.train(was_training)
+    return report
 
 
 def rm_loss(rewards, grade_logits, batch, *, level_probs: torch.Tensor, grading_weight: float):
@@ -157,11 +231,26 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
         loss, delta, grading = rm_loss(r, g, b, level_probs=probs, grading_weight=rmc.grading_weight)
         return loss, {"accuracy": float((delta.detach() > 0).float().mean()), "grading_ce": float(grading.detach())}
 
-    start = evaluate()
-    result = run_loop(cfg, model, n_items=len(train), micro_batch_at=lambda idx: batch_of([train[i] for i in idx]),
-                      loss_fn=loss_fn, evaluate=evaluate, data=data, resume=resume, stop_after=stop_after,
-                      log=log, extra_manifest={"reward_head": "last non-pad token",
-                                               "level_probs": list(rmc.level_probs), "data_counters": counters})
+    directory = open_post_run(cfg, data=data, resume=resume)
+    try:
+        probe = None
+        if rmc.head_init == "probe" and directory.resume_from is None:  # a resumed run's head is its checkpoint's
+            probe = probe_head(model, train, batch_of, level_probs=probs, micro_batch=cfg.micro_batch,
+                               l2_grid=rmc.probe_l2, folds=rmc.probe_folds, seed=cfg.seed)
+            log(f"[{cfg.name}] head from a linear probe on the frozen body: {probe['pairs']} pairs, "
+                f"L2 {probe['l2']:g} by {probe['folds']}-fold cross-validation (accuracy {probe['cv_accuracy']:.3f}, "
+                f"soft-BT loss {probe['cv_loss']:.4f})")
+        start = evaluate()
+        pooling = "last non-pad token" if rmc.pooling == "last" else "mean over the response tokens"
+        result = run_loop(cfg, model, n_items=len(train),
+                          micro_batch_at=lambda idx: batch_of([train[i] for i in idx]), loss_fn=loss_fn,
+                          evaluate=evaluate, data=data, resume=resume, stop_after=stop_after, log=log,
+                          directory=directory,
+                          extra_manifest={"reward_head": pooling, "level_probs": list(rmc.level_probs),
+                                          "data_counters": counters,
+                                          **({"head_probe": probe} if probe else {})})
+    finally:
+        directory.close()
     result.evals.insert(0, (0, start))
     log(result.evals[-1][1]["report"])
     return result

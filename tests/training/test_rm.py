@@ -267,3 +267,92 @@ def test_head_lr_mult_is_validated():
     for bad in (0, -1.0, "fast"):
         with pytest.raises(ConfigError, match="rm.head_lr_mult"):
             RMConfig(head_lr_mult=bad)
+
+
+def test_probe_fit_equals_scikit_learns_weighted_logistic_regression():
+    """fit_soft_bt against an independent reference: scikit-learn's L2 logistic regression without intercept
+    on each pair twice, (d, 1) weighted p and (d, 0) weighted 1 - p, whose objective C·Σ soft_bt + |w|²/2 is
+    n·C times ours at l2 = 1 / (n·C)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from training.reward import fit_soft_bt
+
+    rng = np.random.default_rng(0)
+    n, h = 120, 6
+    d = rng.normal(size=(n, h)) * np.array([1, 2, 0.5, 1, 3, 1])
+    p = np.array([0.95, 0.85, 0.75, 0.65])[rng.integers(0, 4, size=n)]
+    flip = rng.random(n) < 0.3
+    d[flip] *= -1  # noisy pairs: the optimum is finite
+    for c in (0.05, 1.0):
+        ref = LogisticRegression(C=c, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(
+            np.concatenate([d, d]), np.r_[np.ones(n), np.zeros(n)], sample_weight=np.r_[p, 1 - p]).coef_[0]
+        ours = fit_soft_bt(torch.tensor(d), torch.tensor(p), 1 / (n * c)).numpy()
+        assert np.abs(ours - ref).max() < 1e-5, (ours, ref)
+
+
+def test_probe_fit_chooses_l2_by_cross_validation_and_reports_it():
+    from training.reward import probe_fit
+
+    g = torch.Generator().manual_seed(1)
+    w_true = torch.tensor([2.0, -1.0, 0.0, 0.0])
+    d = torch.randn(200, 4, generator=g, dtype=torch.float64) * torch.tensor([1.0, 1.0, 5.0, 0.1], dtype=torch.float64)
+    d = d * torch.sign(d @ w_true.double())[:, None]  # the chosen side first, as in a pair file
+    p = torch.sigmoid(d @ w_true.double()).clamp(0.5, 0.95)
+    d[::5] *= -1  # label noise: a fifth of the pairs point the other way
+    w, rep = probe_fit(d, p, l2_grid=(1e-3, 1.0, 100.0), folds=4, seed=0)
+    assert rep["pairs"] == 200 and rep["folds"] == 4 and set(rep["grid"]) == {"0.001", "1", "100"}
+    assert rep["l2"] == min((1e-3, 1.0, 100.0), key=lambda k: rep["grid"][f"{k:g}"]["cv_loss"])
+    assert rep["l2"] != 100.0 and 0.7 < rep["cv_accuracy"] < 0.85  # a strong penalty loses on held-out folds
+    sd = d.std(0)  # w is in the unscaled features' units: each weight times its feature's spread is its say
+    assert torch.nn.functional.cosine_similarity(w * sd, w_true.double() * sd, dim=0) > 0.95
+    again, rep2 = probe_fit(d, p, l2_grid=(100.0, 1.0, 1e-3), folds=4, seed=0)  # order of the grid is irrelevant
+    assert torch.equal(w, again) and rep2 == rep
+
+
+def test_probe_head_config_is_validated():
+    from manifests.errors import ConfigError
+    from training.post_config import RMConfig, from_dict
+
+    assert RMConfig(head_init="probe", probe_l2=(0.1,), probe_folds=3).probe_folds == 3
+    for bad, match in (({"head_init": "lp"}, "rm.head_init"), ({"probe_l2": ()}, "rm.probe_l2"),
+                       ({"probe_l2": (0.1, -1)}, "rm.probe_l2"), ({"probe_l2": ("x",)}, "rm.probe_l2"),
+                       ({"probe_folds": 1}, "rm.probe_folds"), ({"probe_folds": 2.5}, "rm.probe_folds")):
+        with pytest.raises(ConfigError, match=match):
+            RMConfig(**bad)
+    cfg = from_dict({"name": "t", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+                     "data": {"sources": [{"path": HH, "format": "hh_rlhf"}]},
+                     "rm": {"head_init": "probe", "probe_l2": [0.01, 1]}})
+    assert cfg.rm.probe_l2 == (0.01, 1)
+
+
+@pytest.mark.slow
+def test_rm_with_a_probe_head_starts_above_chance_and_records_the_fit(tmp_path):
+    """head_init: probe on a tiny byte-level model and real hh-rlhf pairs: the head is fitted before step 1
+    (its fit on the training pairs is in the log and the checkpoint's manifest), so the training pairs' loss
+    at step 1 is already below log 2; a run resumed from its checkpoint keeps the checkpoint's head."""
+    import json
+
+    from training.post_config import from_dict
+    from training.reward import train_rm
+
+    def cfg(out, steps):
+        return from_dict({
+            "name": "t-rm-probe", "method": "rm", "model": {"shape": "tiny", "vocab_size": 256},
+            "data": {"sources": [{"path": HH, "max_records": 48, "format": "hh_rlhf"}], "valid_fraction": 0.2},
+            "seq_length": 128, "optim": {"name": "adamw", "peak_lr": 1e-4, "warmup_steps": 1},
+            "rm": {"head_init": "probe", "pooling": "mean", "probe_l2": [0.01, 1.0], "probe_folds": 3},
+            "global_batch": 8, "micro_batch": 8, "steps": steps, "seed": 3, "out_dir": str(out), "log_every": 0})
+
+    logs = []
+    r = train_rm(cfg(tmp_path / "rm", 2), stop_after=1, log=logs.append)
+    assert any("linear probe on the frozen body" in str(x) and "L2" in str(x) for x in logs)
+    assert r.losses[0] < math.log(2)  # the zero head's first loss is exactly log 2
+    manifest = json.loads((r.checkpoint / "checkpoint.json").read_text())
+    probe = manifest["head_probe"]
+    assert probe["pairs"] >= 30 and probe["l2"] in (0.01, 1.0) and set(probe["grid"]) == {"0.01", "1"}
+    head = torch.load(r.checkpoint / "model.pt")["score.weight"]
+    logs.clear()
+    resumed = train_rm(cfg(tmp_path / "rm", 2), resume="auto", log=logs.append)
+    assert not any("linear probe" in str(x) for x in logs)  # the resumed run's head is its checkpoint's
+    assert resumed.losses and not torch.equal(head, torch.load(resumed.checkpoint / "model.pt")["score.weight"])
