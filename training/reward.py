@@ -148,14 +148,17 @@ def probe_fit(d: torch.Tensor, p: torch.Tensor, *, l2_grid, folds: int, seed: in
 
 @torch.no_grad()
 def probe_head(model: "RewardModel", items, batch_of, *, level_probs: torch.Tensor, micro_batch: int,
-               l2_grid, folds: int, seed: int) -> dict:
+               l2_grid, folds: int, seed: int, log=None) -> dict:
     """Set the scalar head from a linear probe on the frozen body (the LP of LP-FT): the pooled states of
     every training pair, chosen − rejected, fitted to the pairs' target probabilities; the bias stays 0 (a
     reward's offset cancels in Δ). Every rank computes the same fit from the same pairs."""
     was_training = model.training
     model.eval()
     diffs, targets = [], []
+    every = max(len(items) // 10, micro_batch)
     for at in range(0, len(items), micro_batch):
+        if log and at and at // every != (at - micro_batch) // every:
+            log(f"probe features: {at} of {len(items)} pairs")
         chunk = items[at: at + micro_batch]
         b = batch_of(chunk)
         h = model.pooled(b).double().cpu()
@@ -236,7 +239,8 @@ def train_rm(cfg, *, resume: str | None = None, stop_after: int | None = None, l
         probe = None
         if rmc.head_init == "probe" and directory.resume_from is None:  # a resumed run's head is its checkpoint's
             probe = probe_head(model, train, batch_of, level_probs=probs, micro_batch=cfg.micro_batch,
-                               l2_grid=rmc.probe_l2, folds=rmc.probe_folds, seed=cfg.seed)
+                               l2_grid=rmc.probe_l2, folds=rmc.probe_folds, seed=cfg.seed,
+                               log=lambda m: log(f"[{cfg.name}] {m}"))
             log(f"[{cfg.name}] head from a linear probe on the frozen body: {probe['pairs']} pairs, "
                 f"L2 {probe['l2']:g} by {probe['folds']}-fold cross-validation (accuracy {probe['cv_accuracy']:.3f}, "
                 f"soft-BT loss {probe['cv_loss']:.4f})")
