@@ -21,6 +21,7 @@ Every span says which rule or model score found it (`SecretSpan.evidence`), with
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from functools import lru_cache
 from .secret_candidates import NOT_A_PORT, Candidate, candidates, folded_search
 from .secret_context import fence_starts, neighbour_flags, value_extents, values_per_name
 from . import secret_candidates, secret_context, secret_features
-from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
+from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words, \
+    value_shape
 from .secret_model import load, probability
 from .text import email_spans, is_test_email
 
@@ -165,6 +167,10 @@ def skip_reason(c: Candidate, text: str) -> str | None:
         return "code"  # `token = raw_input(...)`: a call's result, not a literal (0 of 4,628 in the dev set)
     if value.startswith(DER_PUBLIC):
         return "derived"  # an X.509 public key (SubjectPublicKeyInfo), named or not
+    if value.startswith("eyJ") and "." not in value and _jose_header(value):
+        return "jose_header"  # a JWT's header alone (`protected: 'eyJhbGciOi...'`): no claims, no signature
+    if len(value) >= 6 and "sequential" in value_shape(value):
+        return "sequential"  # an alphabet or a counting run (1234567890abcdef..., at-0987654321): typed, not generated
     if c.op == ":" and value.startswith("//"):
         return "url"
     if not c.name:
@@ -177,6 +183,15 @@ def skip_reason(c: Candidate, text: str) -> str | None:
     if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
         return "one_time_code"
     return None
+
+
+def _jose_header(value: str) -> bool:
+    """value is base64url of a JSON object with an "alg" member: a JOSE header (RFC 7515 4.1), public by design."""
+    try:
+        header = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(header, dict) and "alg" in header
 
 
 def _basic_pair(value: str) -> bool:
