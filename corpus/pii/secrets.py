@@ -153,8 +153,10 @@ _IN_PASSWORD_HASH = re.compile(_HASH_ID + r"[^\s\"'`]*$")  # the text before a f
 
 def skip_reason(c: Candidate, text: str) -> str | None:
     """Why candidate c of text is never scored: placeholder_reason; the value is a password hash or a field of
-    one ("password_hash"); a `scheme://` URL read as `name: //...` ("url"); its name says the value is public
-    or one-way or encrypted ("derived") or a one-time code ("one_time_code"). None when it may be a credential."""
+    one ("password_hash"); a call ("code"); a public key ("derived") or a JWT's header alone ("jose_header"); a
+    `scheme://` URL read as `name: //...` ("url"); its name says the value is public or one-way or encrypted
+    ("derived") or a one-time code ("one_time_code"); an alphabet or counting run ("sequential"). None when it
+    may be a credential."""
     value = text[c.start:c.end]
     if (value.startswith("$") and _PASSWORD_HASH.match(value)) or \
             (text.find("$", max(0, c.start - 200), c.start) >= 0 and
@@ -169,19 +171,19 @@ def skip_reason(c: Candidate, text: str) -> str | None:
         return "derived"  # an X.509 public key (SubjectPublicKeyInfo), named or not
     if value.startswith("eyJ") and "." not in value and _jose_header(value):
         return "jose_header"  # a JWT's header alone (`protected: 'eyJhbGciOi...'`): no claims, no signature
-    if len(value) >= 6 and "sequential" in value_shape(value):
-        return "sequential"  # an alphabet or a counting run (1234567890abcdef..., at-0987654321): typed, not generated
     if c.op == ":" and value.startswith("//"):
         return "url"
-    if not c.name:
-        return None
-    words = name_words(c.name)
-    if c.op == ":" and _PORT_PATH.match(value) and name_class(words) not in ("password", "secret", "key"):
-        return "url"  # host:8080/path read as `host: 8080/path`
-    if not DERIVED_WORDS.isdisjoint(words) and _KEEPS_SECRET.isdisjoint(words):
-        return "derived"
-    if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
-        return "one_time_code"
+    if c.name:
+        words = name_words(c.name)
+        if c.op == ":" and _PORT_PATH.match(value) and name_class(words) not in ("password", "secret", "key"):
+            return "url"  # host:8080/path read as `host: 8080/path`
+        if not DERIVED_WORDS.isdisjoint(words) and _KEEPS_SECRET.isdisjoint(words):
+            return "derived"
+        if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
+            return "one_time_code"
+    # last, so a value skipped for another reason costs no shape (the model computes it anyway, cached)
+    if len(value) >= 6 and "sequential" in value_shape(value):
+        return "sequential"  # an alphabet or a counting run (1234567890abcdef..., at-0987654321): typed, not generated
     return None
 
 
