@@ -10,8 +10,9 @@ Three families of evidence:
    line binds to a name, flag, URL, auth scheme or XML element, or that has a credential's shape, is
    scored from its name words, value shape, binding, file type and context (secret_context.py); values at
    or above the shipped threshold are credentials. Values that are not the secret by what they are (public
-   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls: `skip_reason`) are skipped and
-   counted first. Trained and evaluated on CredData by held-out repository.
+   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls, a JWT's header alone, alphabets
+   and counting runs: `skip_reason`) are skipped and counted first. Trained and evaluated on CredData by
+   held-out repository; the threshold is the one with the most room to both goals in the worst group.
 3. Emails (the one rule of text.py); test addresses (example.com/org/net, *.test, localhost) are
    skipped and counted.
 
