@@ -10,8 +10,9 @@ Three families of evidence:
    line binds to a name, flag, URL, auth scheme or XML element, or that has a credential's shape, is
    scored from its name words, value shape, binding, file type and context (secret_context.py); values at
    or above the shipped threshold are credentials. Values that are not the secret by what they are (public
-   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls: `skip_reason`) are skipped and
-   counted first. Trained and evaluated on CredData by held-out repository.
+   keys, hashes, ciphertext, password hashes, one-time codes, URLs, calls, a JWT's header alone, alphabets
+   and counting runs: `skip_reason`) are skipped and counted first. Trained and evaluated on CredData by
+   held-out repository; the threshold is the one with the most room to both goals in the worst group.
 3. Emails (the one rule of text.py); test addresses (example.com/org/net, *.test, localhost) are
    skipped and counted.
 
@@ -21,6 +22,7 @@ Every span says which rule or model score found it (`SecretSpan.evidence`), with
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -29,7 +31,8 @@ from functools import lru_cache
 from .secret_candidates import NOT_A_PORT, Candidate, candidates, folded_search
 from .secret_context import fence_starts, neighbour_flags, value_extents, values_per_name
 from . import secret_candidates, secret_context, secret_features
-from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words
+from .secret_features import DER_PUBLIC, DERIVED_WORDS, EXT_GROUP, features, line_features, name_class, name_words, \
+    value_shape
 from .secret_model import load, probability
 from .text import email_spans, is_test_email
 
@@ -151,8 +154,10 @@ _IN_PASSWORD_HASH = re.compile(_HASH_ID + r"[^\s\"'`]*$")  # the text before a f
 
 def skip_reason(c: Candidate, text: str) -> str | None:
     """Why candidate c of text is never scored: placeholder_reason; the value is a password hash or a field of
-    one ("password_hash"); a `scheme://` URL read as `name: //...` ("url"); its name says the value is public
-    or one-way or encrypted ("derived") or a one-time code ("one_time_code"). None when it may be a credential."""
+    one ("password_hash"); a call ("code"); a public key ("derived") or a JWT's header alone ("jose_header"); a
+    `scheme://` URL read as `name: //...` ("url"); its name says the value is public or one-way or encrypted
+    ("derived") or a one-time code ("one_time_code"); an alphabet or counting run ("sequential"). None when it
+    may be a credential."""
     value = text[c.start:c.end]
     if (value.startswith("$") and _PASSWORD_HASH.match(value)) or \
             (text.find("$", max(0, c.start - 200), c.start) >= 0 and
@@ -165,18 +170,31 @@ def skip_reason(c: Candidate, text: str) -> str | None:
         return "code"  # `token = raw_input(...)`: a call's result, not a literal (0 of 4,628 in the dev set)
     if value.startswith(DER_PUBLIC):
         return "derived"  # an X.509 public key (SubjectPublicKeyInfo), named or not
+    if value.startswith("eyJ") and "." not in value and _jose_header(value):
+        return "jose_header"  # a JWT's header alone (`protected: 'eyJhbGciOi...'`): no claims, no signature
     if c.op == ":" and value.startswith("//"):
         return "url"
-    if not c.name:
-        return None
-    words = name_words(c.name)
-    if c.op == ":" and _PORT_PATH.match(value) and name_class(words) not in ("password", "secret", "key"):
-        return "url"  # host:8080/path read as `host: 8080/path`
-    if not DERIVED_WORDS.isdisjoint(words) and _KEEPS_SECRET.isdisjoint(words):
-        return "derived"
-    if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
-        return "one_time_code"
+    if c.name:
+        words = name_words(c.name)
+        if c.op == ":" and _PORT_PATH.match(value) and name_class(words) not in ("password", "secret", "key"):
+            return "url"  # host:8080/path read as `host: 8080/path`
+        if not DERIVED_WORDS.isdisjoint(words) and _KEEPS_SECRET.isdisjoint(words):
+            return "derived"
+        if words and words[-1] in _ONE_TIME_NAMES and value.isdigit() and 6 <= len(value) <= 8:
+            return "one_time_code"
+    # last, so a value skipped for another reason costs no shape (the model computes it anyway, cached)
+    if len(value) >= 6 and "sequential" in value_shape(value):
+        return "sequential"  # an alphabet or a counting run (1234567890abcdef..., at-0987654321): typed, not generated
     return None
+
+
+def _jose_header(value: str) -> bool:
+    """value is base64url of a JSON object with an "alg" member: a JOSE header (RFC 7515 4.1), public by design."""
+    try:
+        header = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(header, dict) and "alg" in header
 
 
 def _basic_pair(value: str) -> bool:

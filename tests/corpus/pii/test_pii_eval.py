@@ -61,3 +61,21 @@ def test_creddata_line_score_counts_rows_hit_on_either_side():
     assert (r["T"], r["T_hit"], r["T_value"], r["FX"], r["FX_hit"], r["unlabelled_lines"]) == (2, 2, 1, 2, 1, 1)
     assert r["recall"] == 1.0 and r["false_hit_rate"] == 0.5 and r["value_recall"] == 0.5
     assert cd.score(files, rows, [[]])["recall"] == 0.0
+
+
+def test_threshold_rule_leaves_the_most_room_to_both_goals_in_the_worst_group():
+    """Issue 39: the goals (recall >= 0.90, false hits <= 0.05) hold per group of repositories, so the threshold
+    is the one whose worst group is furthest inside both; a pooled budget would let a quiet group pay for a noisy one."""
+    from evals.data.pii_secret_train import choose_threshold, choose_threshold_by_group
+
+    # (threshold, recall, false-hit rate) of two groups on the same three thresholds
+    quiet = [(0.1, 0.99, 0.01), (0.2, 0.98, 0.005), (0.3, 0.95, 0.0)]
+    noisy = [(0.1, 0.97, 0.08), (0.2, 0.95, 0.06), (0.3, 0.93, 0.03)]
+    # slack per threshold: min(0.05 - worst false hits, worst recall - 0.90) = -0.03, -0.01, 0.02
+    assert choose_threshold_by_group([quiet, noisy]) == 0.3
+    # past the false-hit goal, recall becomes the tighter side: the slack falls again
+    tight = [(0.1, 0.95, 0.02), (0.2, 0.92, 0.01), (0.3, 0.91, 0.0)]
+    assert choose_threshold_by_group([tight, quiet]) == 0.1  # slack 0.03, 0.02, 0.01
+    # the pooled rule on the two groups' mean (0.045, 0.0325, 0.015) takes 0.2, where the noisy group is at 0.06
+    pooled = [(a[0], (a[1] + b[1]) / 2, (a[2] + b[2]) / 2) for a, b in zip(quiet, noisy)]
+    assert choose_threshold(pooled, budget=0.04) == 0.2

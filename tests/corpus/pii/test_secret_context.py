@@ -121,3 +121,25 @@ def test_context_crosses_in_the_features():
     lw, flags = line_features(line)
     f = features(c, line, (lw, flags + ["assert_line"]), ".java", 1)
     assert "assert_line&secret" in f and "assert_line&in_string=True" in f
+
+
+def test_sequential_values_and_lone_jose_headers_are_skipped():
+    """Issue 39, seventh round: an alphabet or a counting run is typed, not generated (half the value or more in
+    runs of 4+ consecutive characters); a JWT's header alone (base64url of a JSON object with "alg") holds no
+    claims and no signature. Random values and whole tokens beside them are still scored."""
+    assert _reason('const secret = "0123456789abcdefghijklmnopqrstuv"\n', "0123456789abcdefghijklmnopqrstuv") == \
+        "sequential"
+    assert _reason('private const string MOCK_ACCESS_TOKEN = "at-0987654321";\n', "at-0987654321") == "sequential"
+    assert _reason("KEY_STR = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/='\n",
+                   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == "sequential"
+    assert _reason("secret: 'y7dg9kz69k7ww69a'\n", "y7dg9kz69k7ww69a") is None
+    assert _reason("password: 'abc7Qm19x'\n", "abc7Qm19x") is None  # one run of three: not half the value
+    # {"alg":"RS256"} alone, as a JWS "protected" member is written; {"userId":1} is no JOSE header
+    assert _reason("  protected: 'eyJhbGciOiJSUzI1NiJ9',\n", "eyJhbGciOiJSUzI1NiJ9") == "jose_header"
+    assert _reason('token = "eyJ1c2VySWQiOjF9"\n', "eyJ1c2VySWQiOjF9") is None
+    text = ("secret = 'abcdefghij123456'\n"
+            "  protected: 'eyJhbGciOiJSUzI1NiJ9',\n"
+            "api_secret = 'q8Zr2mXk9LtV4wPe'\n")
+    spans, skipped = find_secrets(text, ext=".js")
+    assert [text[s.start:s.end] for s in spans] == ["q8Zr2mXk9LtV4wPe"]
+    assert skipped["secret_skipped_sequential"] == 1 and skipped["secret_skipped_jose_header"] == 1
