@@ -98,7 +98,7 @@ class RMConfig:
     # states of the training pairs before any step (linear probing, then fine-tuning: LP-FT, Kumar et al. 2022),
     # its L2 weight chosen from `probe_l2` by `probe_folds`-fold cross-validation on those pairs
     head_init: str = "zeros"
-    probe_l2: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+    probe_l2: tuple[float, ...] = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
     probe_folds: int = 5
 
     def __post_init__(self):
