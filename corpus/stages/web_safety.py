@@ -2,7 +2,7 @@
 columns (`safety__*`), then a filter that drops with a reason and JSON evidence (`drop_detail`) per row.
 
 - Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v6.npz + manifest): the
-  geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~200 words around it
+  geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~300 words around it
   (`safety__score`), that window (`safety__window_start/_end`, in
   words) and its category (`safety__category`), from the word list's term counts, a count of clinical and
   counselling words and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its

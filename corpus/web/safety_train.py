@@ -258,7 +258,7 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
     model, info = train_on(Prepared.of(rows, toks).without(TRAIN_EXCLUDE), log)
     digests = safety_units.file_digests(data)
     manifest = {
-        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window and of its ~200-word context, and its category",
+        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window and of its ~300-word context, and its category",
         "training_data": {"folder": "safety_real (../shared/data/safety_real on development machines)",
                           "files_sha256": {f: d for f, d in digests.items() if f.split(".")[0] in info["sources"]},
                           "not_trained_on": {f: d for f, d in digests.items() if f.split(".")[0] in TRAIN_EXCLUDE},

@@ -88,14 +88,15 @@ def test_a_model_of_another_feature_count_is_refused_by_name(tmp_path):
         safety_page.load(path)
 
 
-def test_context_is_the_200_words_around_the_worst_window_inside_the_page():
-    assert safety_page.CONTEXT == 200
-    assert safety_page.context_bounds(150, 0, 100) == (0, 150)  # a shorter page is its own context
-    assert safety_page.context_bounds(250, 100, 200) == (50, 250)
-    assert safety_page.context_bounds(1000, 500, 600) == (450, 650)
-    assert safety_page.context_bounds(1000, 0, 100) == (0, 200)
-    assert safety_page.context_bounds(1000, 900, 1000) == (800, 1000)
+def test_context_is_the_300_words_around_the_worst_window_inside_the_page():
+    assert safety_page.CONTEXT == 300
+    assert safety_page.context_bounds(250, 100, 200) == (0, 250)  # a shorter page is its own context
+    assert safety_page.context_bounds(350, 100, 200) == (0, 300)
+    assert safety_page.context_bounds(1000, 500, 600) == (400, 700)
+    assert safety_page.context_bounds(1000, 0, 100) == (0, 300)
+    assert safety_page.context_bounds(1000, 900, 1000) == (700, 1000)
     assert safety_page.context_bounds(100, 0, 100) == (0, 100)
+    assert safety_page.context_bounds(1000, 500, 600, context=200) == (450, 650)  # v5's context
 
 
 def test_one_bad_section_is_diluted_by_its_context_not_by_the_page_length():
