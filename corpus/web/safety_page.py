@@ -13,6 +13,10 @@ over its n words (the page-safety tokens of corpus/web/safety_terms.py, so obfus
   still has evidence; one more count for explicit terms of any category carries a weight learned from
   the categories with labelled text to the others (a count of the LDNOOBW list's words was tried as well:
   it raised the therapy answers' scores, so the thresholds, and lowered recall);
+- clinical words: the count of the project's clinical and counselling words (clinical_en.txt: therapist,
+  patient, symptoms, feelings, consent, ...) in the window. Therapy answers and medical text talk about sex,
+  abuse and self-harm in that register; the weight is learned from the health sources the model trains on
+  (v6; measured leave one source out, it raised every recall row and lowered health false drops, docs/web.md);
 - peer: the mean over the window's words of alt-profanity-check's probability for the 50-word block
   each word is in (peer_probs), another general signal from a model trained on other data.
 The page's score is the geometric mean of its worst window's P(unsafe) and the P(unsafe) of the same model
@@ -38,11 +42,16 @@ import numpy as np
 
 from . import safety_terms
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v5.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v6.npz"
 WINDOW = 100  # words; training units are 50-150 words (corpus/web/safety_units.py)
 STRIDE = 50
-CONTEXT = 200  # words around the worst window scored as its context (module docstring)
-N_LEX = 2 * len(safety_terms.CATEGORIES) + 1  # (category, tier) term counts, then explicit terms of any category
+# words around the worst window scored as its context (module docstring): 300 in v6 (v5: 200); measured leave one
+# source out with the clinical-word feature, 300 words raised every recall row ~2 points and lowered health false
+# drops (docs/web.md); bounded, so one bad section is diluted at most 3x however long the page
+CONTEXT = 300
+# (category, tier) term counts, then explicit terms of any category, then clinical words (safety_terms.clinical_words)
+N_LEX = 2 * len(safety_terms.CATEGORIES) + 2
+EXPLICIT, CLINICAL = N_LEX - 2, N_LEX - 1  # their columns
 BLOCK = 50  # words per block the peer model (alt-profanity-check) scores
 _MODELS: dict[str, "PageModel"] = {}
 
@@ -123,6 +132,9 @@ def save(path: Path, arrays: dict[str, np.ndarray], manifest: dict) -> str:
 
 def from_arrays(z, threshold: float) -> PageModel:
     words = [str(w) for w in z["words"]]
+    if len(z["lex_weight"]) != N_LEX + 1:
+        raise ValueError(f"{len(z['lex_weight'])} feature weights, this code scores {N_LEX + 1} (an older model "
+                         f"version; retrain with `python -m corpus.web.safety_train`)")
     return PageModel(
         words={w: i for i, w in enumerate(words)}, uni=np.append(np.asarray(z["uni"], np.float64), 0.0),
         pairs=np.asarray(z["pairs"], np.int64), bi=np.append(np.asarray(z["bi"], np.float64), 0.0),
@@ -182,13 +194,17 @@ def ngram_ids(toks: list[str], model: PageModel) -> tuple[np.ndarray, np.ndarray
 
 
 def lex_positions(toks: list[str], lex: safety_terms.Lexicon, found: list | None = None) -> np.ndarray:
-    """[n, N_LEX] one-hot of the list term (category, tier) starting at each word, and a column for an
+    """[n, N_LEX] one-hot of the list term (category, tier) starting at each word, a column for an
     explicit term of any category (a weight learned from the categories that have labelled text carries
-    over to one that has little). `found`: safety_terms.hits of the tokens, when already known."""
+    over to one that has little) and one for a clinical word. `found`: safety_terms.hits of the tokens,
+    when already known."""
     out = np.zeros((len(toks), N_LEX), np.int32)
     for pos, cat, tier in (safety_terms.hits(toks, lex) if found is None else found):
         out[pos, 2 * cat + tier] += 1
-        out[pos, -1] += tier == 0
+        out[pos, EXPLICIT] += tier == 0
+    clinical = safety_terms.clinical_words()
+    if not clinical.isdisjoint(toks):
+        out[[i for i, t in enumerate(toks) if t in clinical], CLINICAL] = 1
     return out
 
 

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 TERMS_PATH = Path(__file__).resolve().parent / "data" / "safety" / "terms_en.tsv"
+CLINICAL_PATH = TERMS_PATH.with_name("clinical_en.txt")  # clinical and counselling words (safety_page's feature)
 CATEGORIES = ("sexual", "hate", "harassment", "violence", "self_harm", "profanity")
 TIERS = ("explicit", "context")
 WINDOW = 150  # words
@@ -92,6 +93,16 @@ def load(path: Path = TERMS_PATH) -> Lexicon:
     # A masked spelling keeps the first and last letters and hides some inner ones (f*ck, sh*t, n***er).
     wildcard = tuple(sorted({w for w, _ in wild}))
     return Lexicon(words, phrases, wildcard)
+
+
+@lru_cache(maxsize=4)
+def clinical_words(path: Path = CLINICAL_PATH) -> frozenset:
+    """The clinical and helping-register words (one form a line, '#' comments); an empty list is an error."""
+    words = frozenset(w.strip().lower() for w in Path(path).read_text(encoding="utf-8").splitlines()
+                      if w.strip() and not w.startswith("#"))
+    if not words:
+        raise ValueError(f"{path}: no words (expected one clinical word a line)")
+    return words
 
 
 def _deobfuscate(token: str, lex: Lexicon) -> str:

@@ -1,6 +1,6 @@
 """Train the page-safety model of web_safety_v3 (corpus/web/safety_page.py) on real labelled rows:
 
-    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v5.npz]
+    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v6.npz]
 
 writes the weights (.npz) and the manifest (.json: the row files and their sha256, settings, the threshold
 and how it was chosen, the code that made it). The data folder is always given: product code never reads it.
@@ -10,15 +10,16 @@ Steps (the same ones `cidermill eval data safety` runs once per left-out source)
    the research-only sources (TRAIN_EXCLUDE: Reuters-21578, AG's News) are never trained on, only tested on;
 2. features per unit: counts of its word unigrams and bigrams / its words (x SCALE), keeping only the
    n-grams found in at least MIN_SOURCES training sources (a source's own vocabulary does not generalise to
-   the next source), log1p of the word list's term counts per (category, tier) and of its explicit terms,
-   and the mean of alt-profanity-check's probability over its 50-word blocks (corpus/web/safety_page.py);
+   the next source), log1p of the word list's term counts per (category, tier), of its explicit terms and
+   of its clinical words (data/safety/clinical_en.txt), and the mean of alt-profanity-check's probability
+   over its 50-word blocks (corpus/web/safety_page.py);
 3. the unsafe head: logistic regression; every (source, label) group gets the same total weight within its
    class, so no large source (hatexplain: 19k rows) decides alone what "unsafe" means;
 4. the category head: one-vs-rest logistic regressions over CATEGORY_HEAD on the unsafe units (with the
    context-tier term counts, which the unsafe head leaves out: CONTEXT_TERMS);
 5. the threshold, from development data only: for each news or health source among the training sources,
    a model trained without it scores its pages (out of fold); the threshold is the lowest score that drops
-   at most BUDGET of those pages. The shipped model is then fitted on every training source.
+   at most BUDGET of those pages, and at least FLOOR. The shipped model is then fitted on every training source.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ SCALE = 10.0  # n-gram features are count / words (~0.01 each); scaled so one C 
 C = 1.0
 EPOCHS = 20
 BUDGET = 0.005
+# The threshold never goes below P(unsafe) = 0.5, the model's own decision boundary (both labels carry the same
+# total weight in training). A fixed prior, not tuned (the one value tried): the out-of-fold rule alone can set a
+# threshold under it when the training sources' news and health pages are all formal text the model scores low
+# (the fold that leaves the therapy answers out: 0.36 with the clinical-word feature), and then drops pages the
+# model itself calls more likely safe than not. It binds in no other fold and not for the shipped model.
+FLOOR = 0.5
 # Word n-grams off: with them (even only those in >= 6 sources, or shrunk 40x) the leave-one-source-out fold of
 # counsel_chat (therapy answers) dropped 28-37% of its pages, against 9.5% without: they learn the unsafe
 # sources' topics (sex, relationships, women) rather than what makes a text unsafe. The code stays for re-measuring.
@@ -121,7 +128,7 @@ def design(data: Prepared, cols: np.ndarray, context_terms: bool | None = None) 
     lex = data.lex.copy()
     if not (CONTEXT_TERMS if context_terms is None else context_terms):
         # an all-zero column gets weight 0: the scoring path needs no change
-        lex[:, 1:safety_page.N_LEX - 1:2] = 0.0
+        lex[:, 1:2 * len(safety_terms.CATEGORIES):2] = 0.0
     return sparse.hstack([x, sparse.csr_matrix(lex)], format="csr")
 
 
@@ -215,7 +222,7 @@ def train_on(data: Prepared, log=print, fits: Fits | None = None) -> tuple[safet
         oof.append(s)
         per_source[inner] = len(s)
         log(f"  out-of-fold scores for {inner}: {len(s)} pages")
-    threshold = choose_threshold(np.concatenate(oof), BUDGET) if oof else 0.5
+    threshold = max(FLOOR, choose_threshold(np.concatenate(oof), BUDGET)) if oof else 0.5
     model = dataclasses.replace(full, threshold=threshold)
     lengths = {lab: [len(u.tokens) for u in data.units if u.label == lab] for lab in (0, 1)}
     info = {"units": {str(lab): len(v) for lab, v in lengths.items()},
@@ -240,7 +247,8 @@ def _peer_version() -> str:
 
 def _code_digest() -> dict[str, str]:
     here = Path(__file__).resolve().parent
-    files = ["safety_train.py", "safety_units.py", "safety_page.py", "safety_terms.py", "data/safety/terms_en.tsv"]
+    files = ["safety_train.py", "safety_units.py", "safety_page.py", "safety_terms.py", "data/safety/terms_en.tsv",
+             "data/safety/clinical_en.txt"]
     return {f: hashlib.sha256((here / f).read_bytes()).hexdigest() for f in files}
 
 
@@ -250,7 +258,7 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
     model, info = train_on(Prepared.of(rows, toks).without(TRAIN_EXCLUDE), log)
     digests = safety_units.file_digests(data)
     manifest = {
-        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window and of its ~200-word context, and its category",
+        "artifact": Path(out).name, "kind": "page safety model: P(unsafe) of the worst ~100-word window and of its ~300-word context, and its category",
         "training_data": {"folder": "safety_real (../shared/data/safety_real on development machines)",
                           "files_sha256": {f: d for f, d in digests.items() if f.split(".")[0] in info["sources"]},
                           "not_trained_on": {f: d for f, d in digests.items() if f.split(".")[0] in TRAIN_EXCLUDE},
@@ -259,7 +267,8 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                           "unit_rule": safety_units.__doc__.strip()},
         "settings": {"features": "word unigram and bigram counts / words x SCALE (n-grams in >= MIN_SOURCES training "
                                  "sources and >= MIN_UNITS units) + log1p(list term counts per category and tier, "
-                                 "explicit terms of any category) + mean alt-profanity-check probability of the "
+                                 "explicit terms of any category, clinical words of clinical_en.txt) + mean "
+                                 "alt-profanity-check probability of the "
                                  f"{safety_page.BLOCK}-word blocks",
                      "peer_package": _peer_version(),
                      "context_terms": CONTEXT_TERMS, "scale": SCALE, "C": C, "solver": f"averaged SGD, log loss, {EPOCHS} epochs, seed 0", "min_sources": MIN_SOURCES, "min_units": MIN_UNITS,
@@ -270,7 +279,8 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                      "ngrams": info["ngrams"], "category_head": list(model.categories),
                      "excluded_sources": list(TRAIN_EXCLUDE)},
         "threshold_rule": (f"lowest score that drops at most {BUDGET:.1%} of the news and health pages of the training "
-                           f"sources, each scored by a model trained without its source (out of fold)"),
+                           f"sources, each scored by a model trained without its source (out of fold), "
+                           f"and at least {FLOOR}"),
         "threshold_oof": {"pages_by_source": info["threshold_pages_by_source"],
                           "false_drop_at_threshold": info["threshold_oof_false_drop"]},
         "code_sha256": _code_digest(),

@@ -32,7 +32,7 @@ def test_window_logit_equals_a_plain_recomputation():
     lex_weight = np.arange(safety_page.N_LEX + 1, dtype=float) / 10
     weights = {"vermin": 2.0, "budget": -1.0, "the": 0.1, "are vermin": 1.5, "the budget": -0.25, "budget those": 3.0}
     model = _tiny_model(weights, lex_weight, -1.5)
-    text = ("the budget " * 40) + "those kikes are vermin, vermin I say " + ("the budget " * 30)
+    text = ("the budget " * 40) + "those kikes are vermin, vermin I say " + ("the budget " * 30) + "the therapist's patients"
     toks = safety_terms.tokens(text, lex)
     ids = safety_page.ngram_ids(toks, model)
     lexpos = safety_page.lex_positions(toks, lex)
@@ -50,7 +50,9 @@ def test_window_logit_equals_a_plain_recomputation():
             count = sum(1 for p, c, t in found if s <= p < e and (c, t) == (cat, tier))
             expected += math.log1p(count) * lex_weight[2 * cat + tier]
         explicit = sum(1 for p, c, t in found if s <= p < e and t == 0)  # explicit terms of any category
-        return expected + math.log1p(explicit) * lex_weight[-2] + float(np.mean(peer[s:e])) * lex_weight[-1]
+        clinical = sum(1 for w in window if w in ("therapist", "patients"))  # words of clinical_en.txt
+        return expected + math.log1p(explicit) * lex_weight[-3] + math.log1p(clinical) * lex_weight[-2] \
+            + float(np.mean(peer[s:e])) * lex_weight[-1]
 
     for (s, e), got in zip(bounds.tolist(), z):
         assert got == pytest.approx(expected_logit(s, e), abs=1e-9)
@@ -67,14 +69,34 @@ def test_window_logit_equals_a_plain_recomputation():
     assert set(model.ngram_weights()) == set(weights)  # the artifact's form round-trips
 
 
-def test_context_is_the_200_words_around_the_worst_window_inside_the_page():
-    assert safety_page.CONTEXT == 200
-    assert safety_page.context_bounds(150, 0, 100) == (0, 150)  # a shorter page is its own context
-    assert safety_page.context_bounds(250, 100, 200) == (50, 250)
-    assert safety_page.context_bounds(1000, 500, 600) == (450, 650)
-    assert safety_page.context_bounds(1000, 0, 100) == (0, 200)
-    assert safety_page.context_bounds(1000, 900, 1000) == (800, 1000)
+def test_clinical_words_are_one_column_of_whole_words():
+    """therapist and patients are in clinical_en.txt; therapeutically, healthier and 'care-free' parts are not
+    whole-word forms of it (the list is matched as written, no inflection)."""
+    lex = safety_terms.load()
+    toks = safety_terms.tokens("The therapist saw patients; therapeutically healthier, care free. Health!", lex)
+    col = safety_page.lex_positions(toks, lex)[:, safety_page.CLINICAL]
+    assert [t for t, c in zip(toks, col) if c] == ["therapist", "patients", "care", "health"]
+    assert safety_page.N_LEX == 2 * len(safety_terms.CATEGORIES) + 2 and safety_page.EXPLICIT == safety_page.N_LEX - 2
+
+
+def test_a_model_of_another_feature_count_is_refused_by_name(tmp_path):
+    arrays = safety_page.to_arrays(_tiny_model({}, np.zeros(safety_page.N_LEX + 1), 0.0))
+    arrays["lex_weight"] = arrays["lex_weight"][:-1]  # v5 had one feature fewer
+    path = tmp_path / "old.npz"
+    safety_page.save(path, arrays, {"threshold": 0.8})
+    with pytest.raises(ValueError, match="old.npz.*14 feature weights, this code scores 15"):
+        safety_page.load(path)
+
+
+def test_context_is_the_300_words_around_the_worst_window_inside_the_page():
+    assert safety_page.CONTEXT == 300
+    assert safety_page.context_bounds(250, 100, 200) == (0, 250)  # a shorter page is its own context
+    assert safety_page.context_bounds(350, 100, 200) == (0, 300)
+    assert safety_page.context_bounds(1000, 500, 600) == (400, 700)
+    assert safety_page.context_bounds(1000, 0, 100) == (0, 300)
+    assert safety_page.context_bounds(1000, 900, 1000) == (700, 1000)
     assert safety_page.context_bounds(100, 0, 100) == (0, 100)
+    assert safety_page.context_bounds(1000, 500, 600, context=200) == (450, 650)  # v5's context
 
 
 def test_one_bad_section_is_diluted_by_its_context_not_by_the_page_length():
@@ -82,7 +104,7 @@ def test_one_bad_section_is_diluted_by_its_context_not_by_the_page_length():
     context is bounded. A page of one window is scored by that window alone."""
     lex = safety_terms.load()
     lex_weight = np.zeros(safety_page.N_LEX + 1)
-    lex_weight[-2] = 1.0  # explicit terms of any category: a count, the same in the window and its context
+    lex_weight[safety_page.EXPLICIT] = 1.0  # explicit terms of any category: a count, the same in window and context
     lex_weight[-1] = 8.0  # the peer: a mean over the words, diluted by a longer span
     model = _tiny_model({}, lex_weight, -2.0)
     bad = "you stupid fucking bitch you fucking cunt".split()
@@ -195,3 +217,21 @@ def test_bad_row_files_name_file_and_line(tmp_path):
         safety_units.read_rows(tmp_path)
     with pytest.raises(FileNotFoundError, match="no \\*.jsonl.gz"):
         safety_units.read_rows(tmp_path / "missing")
+
+
+def test_threshold_never_goes_below_the_models_own_boundary(monkeypatch):
+    """News and health pages the model scores low set the out-of-fold rule's threshold under 0.5; the threshold is
+    then FLOOR (0.5): no page the model calls more likely safe than not drops."""
+    harsh = "you stupid fucking bitch".split()
+    calm = "the library budget meeting".split()
+    units = [safety_units.Unit(harsh * 15, 1, "harassment", s, False) for s in ("a", "b", "c") for _ in range(4)]
+    safe = (("n", "news"), ("h", "health"))
+    units += [safety_units.Unit(calm * 15, 0, cat, s, False) for s, cat in safe for _ in range(4)]
+    pages = [safety_units.Unit(calm * 20, 0, cat, s, True) for s, cat in safe for _ in range(3)]
+    data = safety_train.Prepared.of_units(units, pages)
+    monkeypatch.setattr(safety_train, "FLOOR", 0.0)
+    low, _ = safety_train.train_on(data, log=lambda m: None)
+    assert low.threshold < 0.5  # the rule alone: the highest out-of-fold page score, all of them low
+    monkeypatch.setattr(safety_train, "FLOOR", 0.5)
+    floored, _ = safety_train.train_on(data, log=lambda m: None)
+    assert floored.threshold == 0.5 and safety_train.FLOOR == 0.5
