@@ -11,6 +11,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .hashing import HashingSink
 from .manifest import ShardInfo
 from .storage import Location
 
@@ -103,15 +104,16 @@ class ShardWriter:
         self._final = self.directory.join(name)
         self._tmp = self.directory.join(f"{name}.tmp-{os.getpid()}")
         self.directory.mkdir()
-        self._sink = self._tmp.fs.open_output_stream(self._tmp.path, compression=None)
+        # hashed as it is written (hashing.py): the closed shard is never read back to hash it
+        self._sink = HashingSink(self._tmp.fs.open_output_stream(self._tmp.path, compression=None))
         self._writer = pq.ParquetWriter(self._sink, self._schema, **write_options())
         self._rows_in_shard = 0
 
     def _close_shard(self) -> None:
         self._writer.close()
         self._sink.close()
+        sha, n_bytes = self._sink.digest()
         self._tmp.move_to(self._final)
-        sha, n_bytes = self._final.sha256()
         rel = f"{self.relative_dir}/{self._final.name}" if self.relative_dir else self._final.name
         self._shards.append(ShardInfo(path=rel, rows=self._rows_in_shard, bytes=n_bytes, sha256=sha))
         self._writer = self._sink = self._tmp = self._final = None

@@ -311,7 +311,8 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
     reader = make_reader(spec.reader_format, spec.reader_options)
     current = READ_STAGE
     try:
-        reader.begin(spec.input)
+        needs_digest = not (spec.input.sha256 and not spec.input.verify)  # see below
+        reader.begin(spec.input, digest=needs_digest)
         try:
             for table in reader.read(spec.input, batch_rows=spec.batch_rows, on_record_error=on_record_error):
                 _check_owner(spec)
@@ -340,7 +341,7 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
         else:
             shard_error = None
         current = "read"
-        if spec.input.sha256 and not spec.input.verify:
+        if not needs_digest:
             digest = InputDigest(spec.input.sha256, 0)  # this run's own staged shard (see _current_input_sha256)
         else:
             digest = reader.input_digest(spec.input)
