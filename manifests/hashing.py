@@ -4,8 +4,9 @@ Every shard a task writes is hashed (the manifest records it), and so is every i
 (its marker records it; issue 35). Done after the fact, both cost a second pass over the bytes on the
 task's own thread: ~0.04 s of a 0.7 s identity copy of 30 MB (issue 44). `HashingSink` hashes each
 piece as the Parquet writer hands it over, in a thread of its own (hashlib releases the GIL for
-pieces over 2 KiB), so the digest is ready when the file closes and the file is never read back;
-`in_background` lets a reader hash an input that it does not stream while it decodes it.
+pieces over 2 KiB) where a core is free for it, else on the writer's own thread, so the digest is ready when
+the file closes and the file is never read back; `in_background` lets a reader hash an input that it does
+not stream while it decodes it.
 """
 
 from __future__ import annotations
@@ -42,13 +43,18 @@ def in_background(fn: Callable[[], Any], *, name: str = "background") -> Callabl
 
 class HashingSink:
     """A write-only file object for `pq.ParquetWriter`: every byte goes to `raw` (a pyarrow output stream)
-    and, in write order, into a sha256 computed by a thread. `digest()` (after `close()`) is the sha256 and
-    byte count of exactly what was written. The queue is bounded, so a slow hash holds the writer back
-    rather than holding the shard in memory."""
+    and, in write order, into a sha256. `digest()` (after `close()`) is the sha256 and byte count of exactly
+    what was written.
+
+    `threaded`: the sha256 runs in a thread of its own, overlapping the writer's encoding and compression.
+    That shortens a task only where a core is free for it (one worker on a machine with more cores); where
+    every core already runs a worker it only adds thread switches, so the executor asks for it only then
+    (task.py, `TaskSpec.spare_cores`). Either way the bytes are hashed once and never read back. The queue is
+    bounded, so a slow hash holds the writer back rather than holding the shard in memory."""
 
     HAND_OVER_BYTES = 1 << 20
 
-    def __init__(self, raw, *, max_pending: int = 8):
+    def __init__(self, raw, *, threaded: bool = True, max_pending: int = 8):
         self._raw = raw
         self._sha = hashlib.sha256()
         self._n = 0
@@ -56,8 +62,10 @@ class HashingSink:
         self._error: BaseException | None = None
         self._batch: list[bytes] = []
         self._batch_bytes = 0
-        self._thread = threading.Thread(target=self._hash, daemon=True, name="shard-sha256")
-        self._thread.start()
+        self._thread = None
+        if threaded:
+            self._thread = threading.Thread(target=self._hash, daemon=True, name="shard-sha256")
+            self._thread.start()
         self.closed = False
 
     def _hash(self) -> None:
@@ -78,6 +86,9 @@ class HashingSink:
             data = bytes(memoryview(data).cast("B"))
         self._raw.write(data)
         self._n += len(data)
+        if self._thread is None:
+            self._sha.update(data)
+            return len(data)
         self._batch.append(data)
         self._batch_bytes += len(data)
         if self._batch_bytes >= self.HAND_OVER_BYTES:
@@ -106,9 +117,10 @@ class HashingSink:
         try:
             self._raw.close()
         finally:
-            self._hand_over()
-            self._queue.put(_END)
-            self._thread.join()
+            if self._thread is not None:
+                self._hand_over()
+                self._queue.put(_END)
+                self._thread.join()
 
     def digest(self) -> tuple[str, int]:
         """(hex sha256, byte count) of everything written; only after `close()`."""

@@ -152,14 +152,15 @@ class Reader(ABC):
         self._stream = HashingStream(loc.fs.open_input_stream(loc.path, compression=None))
         return self._stream
 
-    def begin(self, source: InputFile, *, digest: bool = False) -> None:
+    def begin(self, source: InputFile, *, digest_in_background: bool = False) -> None:
         """Called by the task before `read`: note the file's identity for a reader that does not stream. With
-        `digest` (the task will ask `input_digest`), a reader that sets `digest_while_reading` starts hashing
-        the input now, in a thread, so the hash overlaps the decoding instead of following it."""
+        `digest_in_background` (the task will ask `input_digest` and has a core to spare), a reader that sets
+        `digest_while_reading` starts hashing the input now, in a thread, so the hash overlaps the decoding
+        instead of following it."""
         self._stream = None
         self._identity = file_identity(source.location)
         self._pending_digest = None
-        if digest and self.digest_while_reading:
+        if digest_in_background and self.digest_while_reading:
             loc = source.location
             self._pending_digest = in_background(lambda: location_digest(loc), name="input-sha256")
 

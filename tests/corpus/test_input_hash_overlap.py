@@ -77,9 +77,9 @@ def test_a_reader_hashes_in_the_background_only_when_asked(tmp_path):
     pq.write_table(_table(10), path)
     source = InputFile(Location.parse(str(path)), "a.parquet")
     reader = ParquetReader()
-    reader.begin(source)  # a staged shard of this run: its hash is known, nothing to compute
+    reader.begin(source)  # a staged shard of this run (hash known), or no core to spare: nothing started
     assert reader._pending_digest is None
-    reader.begin(source, digest=True)
+    reader.begin(source, digest_in_background=True)
     assert reader._pending_digest is not None
     list(reader.read(source, batch_rows=4, on_record_error=lambda e: None))
     digest = reader.input_digest(source)
