@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -64,11 +63,6 @@ def _use(kind: str) -> None:
     ParquetReader.digest_while_reading = new
 
 
-def _cpu() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return me.ru_utime + me.ru_stime
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=21)
@@ -86,13 +80,13 @@ def main() -> None:
             order = ["pyarrow", "old", "new"] if r % 2 == 0 else ["new", "old", "pyarrow"]
             for kind in order:
                 out = tmp / f"{kind}-{r}"
-                cpu, thread, start = _cpu(), time.thread_time(), time.perf_counter()
+                cpu, thread, start = eo._cpu(), time.thread_time(), time.perf_counter()
                 if kind == "pyarrow":
                     eo.baseline(paths, out, 1)
                 else:
                     _use(kind)
                     eo.ours(tmp, out, 1)
-                runs[kind].append((time.perf_counter() - start, time.thread_time() - thread, _cpu() - cpu))
+                runs[kind].append((time.perf_counter() - start, time.thread_time() - thread, eo._cpu() - cpu))
                 shutil.rmtree(out, ignore_errors=True)
         _use("new")
         print(f"{args.rounds} rounds, 1 worker, {os.cpu_count()} cores, load average {load:.1f} -> "
