@@ -8,6 +8,8 @@
 Runs `configs/web.yaml` (benchmarks/e2e_ours.py) with 1 worker on the WARC files and records every output a
 user sees: the kept records' ids and texts, every reject's stage, reason and `drop_detail`, the per-stage row
 counts and counters, and the published version id. `--compare` prints each difference and exits 1 on any.
+`--no-timeout` (give it to both runs) lifts the extractor's per-page wall-clock limit, so a busy machine
+cannot turn a slow page into an `extract_timeout` on one side only (seen at load 6-12).
 """
 
 from __future__ import annotations
@@ -22,11 +24,18 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 
-def outputs(warc_dir: str, workers: int = 1) -> dict:
+def outputs(warc_dir: str, workers: int = 1, *, no_timeout: bool = False) -> dict:
     import e2e_ours
 
     with tempfile.TemporaryDirectory(prefix="cm-same-") as work:
-        report = e2e_ours.run(warc_dir, work, workers=workers)
+        config = e2e_ours.CONFIG
+        if no_timeout:
+            text = config.read_text()
+            if "timeout_s: 5.0" not in text:
+                raise SystemExit(f"{config}: no `timeout_s: 5.0` to lift")
+            config = Path(work) / "web-no-timeout.yaml"
+            config.write_text(text.replace("timeout_s: 5.0", "timeout_s: 0"))
+        report = e2e_ours.run(warc_dir, work, workers=workers, config=config)
         kept, dropped = e2e_ours.kept_and_dropped(report)
     stats = {s["name"]: {"rows_in": s["rows_in"], "rows_out": s["rows_out"], "dropped": s["dropped"],
                          "counters": s.get("counters", {})} for s in report["stats"]}
@@ -55,8 +64,9 @@ def main() -> int:
     group = ap.add_mutually_exclusive_group(required=True)
     group.add_argument("--save", help="write the outputs here (JSON)")
     group.add_argument("--compare", help="compare with outputs saved earlier")
+    ap.add_argument("--no-timeout", action="store_true", help="no per-page time limit in extraction (both runs)")
     args = ap.parse_args()
-    now = outputs(args.warc_dir)
+    now = outputs(args.warc_dir, no_timeout=args.no_timeout)
     print(f"version {now['version']}, kept {len(now['kept']):,}, dropped {len(now['dropped']):,}")
     if args.save:
         Path(args.save).write_text(json.dumps(now, sort_keys=True))

@@ -5,8 +5,10 @@ Ours does more than the baseline: streams record batches (bounded memory), fixed
 sha256 of every output shard, sha256 of every input (recorded in the task's marker, so a resume
 reuses a task only for the same input bytes; issue 35), completion markers, a manifest. The ratio is
 ours / baseline time. The last line is the input hashing alone (one sha256 pass over the inputs).
+With one worker everything runs in this process, so its CPU seconds (getrusage, all threads) are
+printed too: on a busy machine they move less than the wall time does. Baseline and ours alternate.
 
-    .venv/bin/python benchmarks/executor_overhead.py [--shards 4] [--rows 25000]
+    .venv/bin/python benchmarks/executor_overhead.py [--shards 4] [--rows 25000] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -51,6 +54,19 @@ def plain_copy(args: tuple[str, str]) -> int:
     t = pq.read_table(src)
     pq.write_table(t, dst, row_group_size=4096, **write_options())
     return t.num_rows
+
+
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads) and its reaped children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(fn, *args) -> tuple[float, float]:
+    """(wall, CPU) seconds of fn(*args)."""
+    cpu, start = _cpu(), time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start, _cpu() - cpu
 
 
 def baseline(paths: list[Path], out: Path, workers: int) -> float:
@@ -103,15 +119,24 @@ def main() -> None:
         total_rows = args.shards * args.rows
         mb = sum(p.stat().st_size for p in paths) / 1e6
         print(f"{args.shards} shards, {total_rows:,} rows, {mb:.0f} MB zstd Parquet (real C4 text), "
-              f"{os.cpu_count()} cores; best of {args.repeats}")
-        print(f"{'workers':>7}  {'pyarrow s':>9}  {'ours s':>7}  {'pyarrow rows/s':>14}  {'ours rows/s':>11}  ratio")
+              f"{os.cpu_count()} cores; best of {args.repeats}; load average {os.getloadavg()[0]:.1f}")
+        print(f"{'workers':>7}  {'pyarrow s':>9}  {'ours s':>7}  {'pyarrow rows/s':>14}  {'ours rows/s':>11}  ratio"
+              f"  {'CPU-s pyarrow / ours':>20}  CPU ratio")
         for workers in (1, 2):
-            b = min(baseline(paths, tmp / f"base-{workers}-{r}", workers) for r in range(args.repeats))
-            o = min(ours(tmp, tmp / f"root-{workers}-{r}", workers) for r in range(args.repeats))
+            runs: dict[str, list[tuple[float, float]]] = {"base": [], "ours": []}
+            for r in range(args.repeats):  # alternated, so a load change hits both alike
+                runs["base"].append(_timed(baseline, paths, tmp / f"base-{workers}-{r}", workers))
+                runs["ours"].append(_timed(ours, tmp, tmp / f"root-{workers}-{r}", workers))
+            b, o = (min(w for w, _ in runs[k]) for k in ("base", "ours"))
+            cpu = ""
+            if workers == 1:  # with 2 the work is in the pool's processes, which getrusage does not see yet
+                bc, oc = (min(c for _, c in runs[k]) for k in ("base", "ours"))
+                cpu = f"  {bc:>9.2f} / {oc:<8.2f}  {oc / bc:.2f}x"
             print(f"{workers:>7}  {b:>9.2f}  {o:>7.2f}  {total_rows / b:>14,.0f}  {total_rows / o:>11,.0f}  "
-                  f"{o / b:.2f}x")
+                  f"{o / b:.2f}x{cpu}")
         h = min(_hash_inputs(paths) for _ in range(args.repeats))
-        print(f"input hashing alone (sha256 of the {mb:.0f} MB of inputs, one core): {h:.3f} s")
+        print(f"input hashing alone (sha256 of the {mb:.0f} MB of inputs, one core): {h:.3f} s; "
+              f"load average {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

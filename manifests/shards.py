@@ -11,11 +11,13 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .hashing import HashingSink
 from .manifest import ShardInfo
 from .storage import Location
 
 DEFAULT_ROW_GROUP_ROWS = 4096
 DEFAULT_TARGET_SHARD_BYTES = 256 << 20
+_BUFFER_BYTES = 1 << 20
 
 
 def write_options() -> dict:
@@ -39,6 +41,7 @@ class ShardWriter:
         relative_dir: str = "",
         target_bytes: int = DEFAULT_TARGET_SHARD_BYTES,
         row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
+        hash_in_thread: bool = False,
     ):
         if target_bytes <= 0 or row_group_rows <= 0:
             raise ValueError(f"target_bytes and row_group_rows must be > 0; got {target_bytes}, {row_group_rows}")
@@ -47,12 +50,14 @@ class ShardWriter:
         self.relative_dir = relative_dir
         self.target_bytes = target_bytes
         self.row_group_rows = row_group_rows
+        self.hash_in_thread = hash_in_thread  # see HashingSink: worth it only with a core to spare
         self._schema: pa.Schema | None = None
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0  # in memory, for sizing row groups against the shard target
         self._writer: pq.ParquetWriter | None = None
-        self._sink = None
+        self._sink: HashingSink | None = None
+        self._stream: pa.NativeFile | None = None  # what the Parquet writer writes to: a buffer in front of _sink
         self._tmp: Location | None = None
         self._final: Location | None = None
         self._rows_in_shard = 0
@@ -94,7 +99,7 @@ class ShardWriter:
             self._open()
         self._writer.write_table(group, row_group_size=n_rows)
         self._rows_in_shard += group.num_rows
-        if self._sink.tell() >= self.target_bytes:
+        if self._stream.tell() >= self.target_bytes:
             self._close_shard()
 
     def _open(self) -> None:
@@ -103,18 +108,24 @@ class ShardWriter:
         self._final = self.directory.join(name)
         self._tmp = self.directory.join(f"{name}.tmp-{os.getpid()}")
         self.directory.mkdir()
-        self._sink = self._tmp.fs.open_output_stream(self._tmp.path, compression=None)
-        self._writer = pq.ParquetWriter(self._sink, self._schema, **write_options())
+        # hashed as it is written (hashing.py): the closed shard is never read back to hash it. The writer hands
+        # over ~200 pieces per MiB (page headers, pages); the buffer passes them on 1 MiB at a time, so the sink
+        # (Python) and the file (a system call each) see a few dozen writes per shard. Same bytes either way.
+        self._sink = HashingSink(self._tmp.fs.open_output_stream(self._tmp.path, compression=None),
+                                 threaded=self.hash_in_thread)
+        self._stream = pa.BufferedOutputStream(pa.PythonFile(self._sink, mode="w"), buffer_size=_BUFFER_BYTES)
+        self._writer = pq.ParquetWriter(self._stream, self._schema, **write_options())
         self._rows_in_shard = 0
 
     def _close_shard(self) -> None:
         self._writer.close()
+        self._stream.close()  # flushes the buffer into the sink
         self._sink.close()
+        sha, n_bytes = self._sink.digest()
         self._tmp.move_to(self._final)
-        sha, n_bytes = self._final.sha256()
         rel = f"{self.relative_dir}/{self._final.name}" if self.relative_dir else self._final.name
         self._shards.append(ShardInfo(path=rel, rows=self._rows_in_shard, bytes=n_bytes, sha256=sha))
-        self._writer = self._sink = self._tmp = self._final = None
+        self._writer = self._stream = self._sink = self._tmp = self._final = None
 
     def close(self) -> list[ShardInfo]:
         if self._pending_rows:
@@ -126,7 +137,8 @@ class ShardWriter:
     def abort(self) -> None:
         """Drop the shard in progress (used when a task fails mid-way)."""
         if self._tmp is not None:
-            for close in (self._writer.close if self._writer else None, self._sink.close if self._sink else None):
+            for close in (self._writer.close if self._writer else None, self._stream.close if self._stream else None,
+                          self._sink.close if self._sink else None):
                 try:
                     if close is not None:
                         close()
@@ -136,4 +148,4 @@ class ShardWriter:
                 self._tmp.delete()
             except OSError:
                 pass
-        self._writer = self._sink = self._tmp = self._final = None
+        self._writer = self._stream = self._sink = self._tmp = self._final = None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from manifests.catalog import Catalog, utc_now
 from manifests.dataset import DatasetVersion
 from manifests.errors import FatalError
+from manifests.hashing import in_background
 from manifests.locks import Lock
 from manifests.manifest import Manifest, PipelineInfo, StageStats, code_revision, config_hash, version_id_of
 from manifests.storage import Location
@@ -93,7 +93,7 @@ class Executor(ABC):
         p = self.pipeline
         staging = catalog.staging_dir(p.name, run_key)
         staging.mkdir()
-        revision = _in_background(code_revision)  # two git calls: they run while the tasks do
+        revision = in_background(code_revision)  # two git calls: they run while the tasks do
         passes = p.passes()
         # the versions whose shards are read, as resolved once (a LATEST moved meanwhile changes nothing)
         parents = list(dict.fromkeys(f.version.split("@", 1)[1] for f in inputs if f.version))
@@ -218,28 +218,6 @@ class Executor(ABC):
             state = stage.build([f.location for f in inputs], workdir=workdir, tasks=self.task_map())
             state_loc.write_bytes_atomic(pickle.dumps({"context": context, "state": state}))
         return [stage.bind(state), *stages[1:]]
-
-
-def _in_background(fn):
-    """fn() started in a thread now; the returned callable waits for its result (re-raising its error)."""
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True, name="background")
-    thread.start()
-
-    def result():
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return result
 
 
 def _context_of(inputs: list[InputFile]) -> str:

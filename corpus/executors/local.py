@@ -208,8 +208,11 @@ class LocalExecutor(Executor):
             def put(self, msg):
                 progress.update(*msg)
 
+        # one task at a time: any other core can take its hashing (task.py, `spare_cores`)
+        spare = (os.cpu_count() or 1) > 1
         results = []
         for spec in specs:
+            spec.spare_cores = spare
             spec.progress = _Direct() if progress.bars else None
             results.append(run_task(spec))  # retries happen inside the task (task.py)
         return results
@@ -230,6 +233,7 @@ class LocalExecutor(Executor):
                 for spec in specs:
                     spec.progress = q
                     spec.owner_pid = os.getpid()
+                    spec.spare_cores = workers < (os.cpu_count() or 1)
                     pending[pool.submit(run_task, spec)] = spec
                 while pending:
                     done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)

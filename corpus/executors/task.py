@@ -68,6 +68,9 @@ class TaskSpec:
     owner_pid: int = 0  # the run's process, when this task runs in a worker on the same machine
     max_retries: int = 0  # RetryableError: redo the task from scratch this many times (any executor, Ray too)
     context: str = ""  # what else the output depends on: a hash of the pass's global-stage inputs, or ""
+    # cores are free beside this task (one local worker on a bigger machine): hash the input and the shards in
+    # threads beside the decoding and encoding (manifests/hashing.py); the same hashes either way
+    spare_cores: bool = False
 
     @property
     def prefix(self) -> str:
@@ -303,15 +306,18 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
             errors.append({"kind": "record", "input": spec.input.key, "where": err.where, "reason": err.reason})
 
     writer = ShardWriter(spec.shards_dir, spec.prefix, relative_dir=spec.shards_rel,
-                         target_bytes=spec.target_bytes, row_group_rows=spec.row_group_rows)
+                         target_bytes=spec.target_bytes, row_group_rows=spec.row_group_rows,
+                         hash_in_thread=spec.spare_cores)
     rejects_writer = None
     if spec.rejects_dir is not None:
         rejects_writer = ShardWriter(spec.rejects_dir, spec.rejects_prefix + spec.prefix, relative_dir="rejects",
-                                     target_bytes=spec.target_bytes, row_group_rows=spec.row_group_rows)
+                                     target_bytes=spec.target_bytes, row_group_rows=spec.row_group_rows,
+                                     hash_in_thread=spec.spare_cores)
     reader = make_reader(spec.reader_format, spec.reader_options)
     current = READ_STAGE
     try:
-        reader.begin(spec.input)
+        needs_digest = not (spec.input.sha256 and not spec.input.verify)  # see below
+        reader.begin(spec.input, digest_in_background=needs_digest and spec.spare_cores)
         try:
             for table in reader.read(spec.input, batch_rows=spec.batch_rows, on_record_error=on_record_error):
                 _check_owner(spec)
@@ -340,7 +346,7 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
         else:
             shard_error = None
         current = "read"
-        if spec.input.sha256 and not spec.input.verify:
+        if not needs_digest:
             digest = InputDigest(spec.input.sha256, 0)  # this run's own staged shard (see _current_input_sha256)
         else:
             digest = reader.input_digest(spec.input)

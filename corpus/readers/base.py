@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from manifests.errors import FatalError, RecordError
+from manifests.hashing import in_background
 from manifests.storage import Location
 
 from manifests.config import build_config
@@ -131,11 +132,15 @@ def stable_ids(key: str, start: int, count: int) -> pa.Array:
 class Reader(ABC):
     format: ClassVar[str]
     Config: ClassVar[type]
+    # hash the input in a thread while `read` decodes it (a reader that reads the file out of order and
+    # does not stream it; hashing.py): the same bytes and checks as hashing after `read`, off its path
+    digest_while_reading: ClassVar[bool] = False
 
     def __init__(self, config=None):
         self.config = build_config(self.Config, config, where=f"input (format {self.format})")
         self._stream: HashingStream | None = None
         self._identity: tuple | None = None
+        self._pending_digest = None  # see `begin`
 
     @abstractmethod
     def read(self, source: InputFile, *, batch_rows: int, on_record_error: OnRecordError) -> Iterator[pa.Table]:
@@ -147,20 +152,30 @@ class Reader(ABC):
         self._stream = HashingStream(loc.fs.open_input_stream(loc.path, compression=None))
         return self._stream
 
-    def begin(self, source: InputFile) -> None:
-        """Called by the task before `read`: note the file's identity for a reader that does not stream."""
+    def begin(self, source: InputFile, *, digest_in_background: bool = False) -> None:
+        """Called by the task before `read`: note the file's identity for a reader that does not stream. With
+        `digest_in_background` (the task will ask `input_digest` and has a core to spare), a reader that sets
+        `digest_while_reading` starts hashing the input now, in a thread, so the hash overlaps the decoding
+        instead of following it."""
         self._stream = None
         self._identity = file_identity(source.location)
+        self._pending_digest = None
+        if digest_in_background and self.digest_while_reading:
+            loc = source.location
+            self._pending_digest = in_background(lambda: location_digest(loc), name="input-sha256")
 
     def input_digest(self, source: InputFile) -> InputDigest:
         """After `read`: the sha256 of the bytes it read. A streamed input is hashed to its end; any other
         is read once more, and must not have changed since `begin` (else the rows may come from other
         bytes than the hash)."""
+        pending, self._pending_digest = self._pending_digest, None
         if self._stream is not None:
             digest = self._stream.finish()
             self._stream = None
             return digest
-        digest = location_digest(source.location)
+        # the same check either way: the bytes hashed (now or meanwhile) are those read only if the file's
+        # size and mtime are still those `begin` saw
+        digest = pending() if pending is not None else location_digest(source.location)
         if self._identity is not None and file_identity(source.location) != self._identity:
             raise FatalError(f"input {source.location.uri} changed while the task read it (size or mtime); "
                              "run again once nothing writes to the inputs")

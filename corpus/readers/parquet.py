@@ -23,6 +23,7 @@ class ParquetConfig:
 class ParquetReader(Reader):
     format = "parquet"
     Config = ParquetConfig
+    digest_while_reading = True  # footer and column chunks are read out of order: hashed by a second read
 
     def read(self, source: InputFile, *, batch_rows: int, on_record_error: OnRecordError) -> Iterator[pa.Table]:
         loc = source.location
