@@ -317,7 +317,10 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
     current = READ_STAGE
     try:
         needs_digest = not (spec.input.sha256 and not spec.input.verify)  # see below
-        reader.begin(spec.input, digest_in_background=needs_digest and spec.spare_cores)
+        # a local input only: on an object store the overlap is a second GET open beside the read, which
+        # a slow endpoint can stall past the client's low-speed limit (seen with moto under load)
+        reader.begin(spec.input, digest_in_background=needs_digest and spec.spare_cores
+                     and spec.input.location.is_local)
         try:
             for table in reader.read(spec.input, batch_rows=spec.batch_rows, on_record_error=on_record_error):
                 _check_owner(spec)
