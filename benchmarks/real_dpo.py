@@ -12,6 +12,8 @@ prompts are used for the printed figures only.
 - generation: greedy answers (at most `--max-new` tokens, the checkpoint's chat format) of the SFT and the DPO model to
   the first `--prompts` test prompts, scored by the RM (<work>/rm/chosen, trained on the train split only);
   win rate = share of prompts where the RM scores the DPO answer higher (ties ½), with a Wilson interval.
+  `--rm none` skips the generation and the judge (the implicit-reward figures only); `--sft base` starts from the
+  imported base itself (SmolLM2-135M-Instruct is already instruction-tuned; say so where the figure is used).
 """
 
 from __future__ import annotations
@@ -35,11 +37,31 @@ def implicit_accuracy(cfg, policy, reference, items, pad_id) -> tuple[float, flo
     return f["preference_accuracy"], f["reward_margin"]
 
 
+def judge(args, sft: str, chosen: str, rm: str | None, prompts: list, clock: Clock) -> dict | None:
+    """Greedy answers of the SFT and the DPO model to `prompts`, scored by the RM; None without an RM."""
+    if rm is None:
+        return None
+    from training.rewards.model import RewardModelScorer
+
+    sft_answers, sft_ended = generate(sft, prompts, max_new_tokens=args.max_new)
+    dpo_answers, dpo_ended = generate(chosen, prompts, max_new_tokens=args.max_new)
+    clock.mark("generation")
+    scorer = RewardModelScorer(rm)
+    r_sft = scorer.score(list(zip(prompts, sft_answers)))
+    r_dpo = scorer.score(list(zip(prompts, dpo_answers)))
+    clock.mark("rm scoring")
+    k = len(prompts)
+    return {"k": k, "wins": sum(1.0 if b > a else 0.5 if b == a else 0.0 for a, b in zip(r_sft, r_dpo)),
+            "rm_sft": r_sft, "rm_dpo": r_dpo, "sft_ended": sum(sft_ended) / k, "dpo_ended": sum(dpo_ended) / k,
+            "identical": sum(a == b for a, b in zip(sft_answers, dpo_answers)),
+            "answers": list(zip(sft_answers, dpo_answers))}
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--work", default="out/realbase")
-    p.add_argument("--sft", help="SFT checkpoint (default: <work>/sft/chosen)")
-    p.add_argument("--rm", help="RM checkpoint (default: <work>/rm/chosen)")
+    p.add_argument("--sft", help="SFT checkpoint (default: <work>/sft/chosen; 'base': the imported base)")
+    p.add_argument("--rm", help="RM checkpoint (default: <work>/rm/chosen; 'none': no generation or judge)")
     p.add_argument("--loss", choices=["dpo", "ipo"], default="dpo")
     p.add_argument("--beta", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=40)
@@ -61,14 +83,13 @@ def main() -> int:
     from training.dpo import train_dpo
     from training.post_config import from_dict
     from training.post_loop import build_gpt
-    from training.rewards.model import RewardModelScorer
 
     work = Path(args.work)
     clock = Clock()
     print(f"start: {load_line()}", flush=True)
-    base_checkpoint(work)
-    sft = args.sft or (work / "sft" / "chosen").read_text().strip()
-    rm = args.rm or (work / "rm" / "chosen").read_text().strip()
+    base = base_checkpoint(work)
+    sft = str(base) if args.sft == "base" else args.sft or (work / "sft" / "chosen").read_text().strip()
+    rm = None if args.rm == "none" else args.rm or (work / "rm" / "chosen").read_text().strip()
     files = {part: [(f, p) for f, p in v if f == "hh_rlhf"] for part, v in split_files(work).items()}
     name = f"real-{args.loss}"
     cfg = from_dict({
@@ -102,16 +123,7 @@ def main() -> int:
     clock.mark("implicit reward")
     del policy, reference
 
-    prompts = [it.pair.prompt for it in test_items[: args.prompts]]
-    sft_answers, sft_ended = generate(sft, prompts, max_new_tokens=args.max_new)
-    dpo_answers, dpo_ended = generate(chosen, prompts, max_new_tokens=args.max_new)
-    clock.mark("generation")
-    scorer = RewardModelScorer(rm)
-    r_sft = scorer.score(list(zip(prompts, sft_answers)))
-    r_dpo = scorer.score(list(zip(prompts, dpo_answers)))
-    wins = sum(1.0 if b > a else 0.5 if b == a else 0.0 for a, b in zip(r_sft, r_dpo))
-    clock.mark("rm scoring")
-    k = len(prompts)
+    judged = judge(args, sft, chosen, rm, [it.pair.prompt for it in test_items[: args.prompts]], clock)
     print(f"\n{args.loss.upper()} (beta {args.beta}) from {sft}: {len(result.losses)} steps x {args.batch} pairs, seq "
           f"{args.seq}, top {args.trainable_layers} layers, lr {args.lr}, kept {Path(chosen).name} by dev accuracy "
           f"on {len(dev_items)} pairs; training {result.seconds:.0f} s")
@@ -119,16 +131,17 @@ def main() -> int:
     lo, hi = wilson(acc * n, n)
     print(f"| implicit-reward accuracy, {n} test pairs | 0.500 (margin 0 by construction) | {acc:.3f} "
           f"({lo:.3f}-{hi:.3f}), mean margin {margin:+.3f} |")
-    wl, wh = wilson(wins, k)
-    print(f"| RM win rate of DPO answers over SFT answers, {k} test prompts | - | {wins / k:.3f} ({wl:.3f}-{wh:.3f}) |")
-    print(f"| mean RM score of the answers | {sum(r_sft) / k:+.3f} | {sum(r_dpo) / k:+.3f} |")
-    print(f"| answers that end by themselves | {sum(sft_ended) / k:.3f} | {sum(dpo_ended) / k:.3f} |")
-    print(f"| identical answers | {sum(a == b for a, b in zip(sft_answers, dpo_answers))}/{k} | |")
+    if judged:
+        k, wins, r_sft, r_dpo = judged["k"], judged["wins"], judged["rm_sft"], judged["rm_dpo"]
+        wl, wh = wilson(wins, k)
+        print(f"| RM win rate of DPO answers over SFT answers, {k} test prompts | - | {wins / k:.3f} ({wl:.3f}-{wh:.3f}) |")
+        print(f"| mean RM score of the answers | {sum(r_sft) / k:+.3f} | {sum(r_dpo) / k:+.3f} |")
+        print(f"| answers that end by themselves | {judged['sft_ended']:.3f} | {judged['dpo_ended']:.3f} |")
+        print(f"| identical answers | {judged['identical']}/{k} | |")
     print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
     (work / "dpo" / f"{name}-result.json").write_text(json.dumps({
         "args": vars(args), "chosen": chosen, "dev": dev, "implicit_accuracy": acc, "margin": margin,
-        "win_rate": wins / k, "rm_sft": r_sft, "rm_dpo": r_dpo, "answers": list(zip(sft_answers, dpo_answers)),
-        "timings": clock.marks}, indent=1))
+        "judge": judged, "timings": clock.marks}, indent=1))
     return 0
 
 

@@ -93,8 +93,14 @@ def converted_model_dir(gguf: Path, cache_root: Path | None = None) -> Path:
         tmp = root / f".{target.name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         _quiet_progress()
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        try:
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        except Exception as exc:  # noqa: BLE001 - a truncated or foreign file fails deep in the GGUF parser
+            from manifests.errors import ShardError
+
+            raise ShardError(str(gguf), f"not a readable GGUF model ({type(exc).__name__}: {exc}); "
+                                        "is the file complete?") from exc
         model.hf_quantizer = None   # the GGUF quantizer refuses save_pretrained; weights are plain fp32 now
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)

@@ -214,3 +214,19 @@ def test_cli_refuses_what_it_cannot_import(tmp_path, capsys):
     assert main(["train", "import-hf", str(tmp_path / "gpt2"), "--out", str(tmp_path / "o")]) == 2
     assert "model_type 'gpt2' is not supported" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_refuses_a_truncated_or_foreign_gguf_naming_the_file(tmp_path, capsys, monkeypatch):
+    from manifests.main import main
+    from synth.backends.cpu import packaged_gguf_path
+
+    monkeypatch.setenv("CIDERMILL_MODEL_CACHE", str(tmp_path / "cache"))
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(packaged_gguf_path().read_bytes()[:100_000])   # a download that stopped early
+    (tmp_path / "text.gguf").write_text("not a model\n")
+    for bad in (cut, tmp_path / "text.gguf"):
+        assert main(["train", "import-hf", str(bad), "--out", str(tmp_path / "o")]) == 1
+        err = capsys.readouterr().err
+        assert f"{bad}: not a readable GGUF model" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+    assert not [p for p in (tmp_path / "cache").glob("*") if not p.name.startswith(".") or ".tmp" in p.name]
