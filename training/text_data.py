@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from manifests.errors import RecordError
+from manifests.errors import RecordError, ShardError
 
 from .data import write_indexed
 
@@ -40,6 +40,8 @@ def text_blend_entry(path: str | Path, tokenizer, *, cache_dir: str | Path, seq_
             if not isinstance(text, str) or not text:
                 raise RecordError(str(path), f"record {i}", f"no non-empty `{field}` string")
             docs.append(np.asarray(tokenizer.encode(text) + [tokenizer.eod_id], dtype=np.int32))
+        if not docs:
+            raise ShardError(str(path), f"no records: give documents as JSONL/JSON records with a `{field}` string")
         write_indexed(prefix, docs, dtype=np.int32)
     return {"blend": [1.0, str(prefix)], "vocab_size": int(tokenizer.vocab_size), "eod_id": int(tokenizer.eod_id),
             "source_id": f"text-{key}", "seq_length": int(seq_length), "seed": int(seed),
