@@ -182,8 +182,11 @@ def cmd_sandbox_check(args) -> int:
 def cmd_judge(args) -> int:
     from pathlib import Path
 
+    from manifests.config import require_number
+
     from .sandbox import Sandbox, shown
 
+    require_number(args.timeout, "--timeout", gt=0, where="synth judge")   # 0 would kill every test: a false fail
     texts = {}
     for name in ("solution", "tests"):
         path = Path(getattr(args, name))

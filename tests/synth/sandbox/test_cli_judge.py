@@ -37,6 +37,11 @@ def test_judge_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "tests.py: tests do not parse: line 2" in capsys.readouterr().out
     assert main(["synth", "judge", "--solution", str(tmp_path / "missing.py"), "--tests", str(tmp_path / "tests.py")]) == 2
     assert "--solution" in capsys.readouterr().out
+    (tmp_path / "tests.py").write_text("assert add(1, 2) == 3\n")
+    for timeout in ("0", "-1", "nan"):   # each would fail a correct solution as "killed"
+        assert main(["synth", "judge", "--solution", str(tmp_path / "sol.py"), "--tests", str(tmp_path / "tests.py"),
+                     "--timeout", timeout]) == 2
+        assert "--timeout must be" in capsys.readouterr().err
 
 
 def test_sandbox_check_on_a_small_humaneval_file(tmp_path, capsys):
