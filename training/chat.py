@@ -225,9 +225,14 @@ def record_messages(rec: dict, *, where: str) -> tuple[list[dict], list[dict] | 
     (`messages`+`calls`/`response` JSON strings, synth/tools), or a single-turn row (SINGLE_TURN)."""
     tools = None
     if "calls" in rec and isinstance(rec.get("messages"), str):  # synth tool-use row
-        msgs = json.loads(rec["messages"])
-        tools = json.loads(rec["tools"]) if rec.get("tools") else None
-        calls = json.loads(rec["calls"])
+        try:
+            msgs = json.loads(rec["messages"])
+            tools = json.loads(rec["tools"]) if rec.get("tools") else None
+            calls = json.loads(rec["calls"])
+        except (TypeError, json.JSONDecodeError) as exc:
+            raise record_error(where, f"a tool-use row's `messages`, `tools` or `calls` is not JSON ({exc})") from None
+        if not isinstance(msgs, list) or not isinstance(calls, (list, type(None))):
+            raise record_error(where, "a tool-use row's `messages` and `calls` must be JSON lists")
         msgs.append({"role": "assistant", "content": "", "tool_calls": calls} if calls
                     else {"role": "assistant", "content": rec.get("response", "")})
         return _check(msgs, where), tools
@@ -240,6 +245,9 @@ def record_messages(rec: dict, *, where: str) -> tuple[list[dict], list[dict] | 
             if not isinstance(rec[user], str) or not isinstance(rec[assistant], str) or not rec[assistant]:
                 raise record_error(where, f"`{user}`/`{assistant}` must be non-empty strings")
             return [{"role": "user", "content": rec[user]}, {"role": "assistant", "content": rec[assistant]}], None
+    for key in ("messages", "conversations"):
+        if key in rec:
+            raise record_error(where, f"`{key}` must be a list of turns; got {type(rec[key]).__name__}")
     raise record_error(where, f"no `messages`, `conversations` or prompt/response fields (keys: {sorted(rec)[:8]})")
 
 

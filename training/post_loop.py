@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,7 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from manifests.errors import ConfigError, RecordError
+from manifests.errors import ConfigError, RecordError, ShardError
 
 from . import checkpoint as ckpt
 from . import loop, parallel
@@ -36,8 +37,11 @@ def read_records(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise ConfigError(f"data file {path} does not exist")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:   # truncated or corrupt gzip, not UTF-8
+        raise ShardError(str(path), f"cannot be read ({type(exc).__name__}: {exc})") from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:

@@ -63,6 +63,29 @@ def test_tool_row_from_the_synth_generator_becomes_a_tool_call_turn():
     assert text.endswith('<|assistant|>\n<|tool_call|>{"arguments": {"x": 1}, "name": "f"}<|end|>\n')
 
 
+def test_malformed_records_and_unreadable_files_name_the_file_record_and_reason(tmp_path):
+    import gzip
+
+    from manifests.errors import ShardError
+    from training.post_loop import read_records
+
+    bad = [({"messages": "hello"}, "`messages` must be a list of turns; got str"),
+           ({"conversations": {"from": "human"}}, "`conversations` must be a list of turns; got dict"),
+           ({"messages": '[{"role": "user"', "calls": "[]"}, "a tool-use row's `messages`, `tools` or `calls` is not JSON"),
+           ({"messages": '{"role": "user"}', "calls": "[]"}, "`messages` and `calls` must be JSON lists"),
+           ({"text": "x"}, "no `messages`, `conversations` or prompt/response fields")]
+    for rec, reason in bad:
+        with pytest.raises(RecordError, match="data.json") as info:
+            record_messages(rec, where="data.json record 7")
+        assert info.value.where == "record 7" and reason in info.value.reason
+    whole = gzip.compress(json.dumps([{"messages": [{"role": "user", "content": "hi"}]}] * 50).encode())
+    (tmp_path / "cut.json.gz").write_bytes(whole[: len(whole) // 2])   # a copy that stopped early
+    (tmp_path / "latin1.json").write_bytes('[{"text": "caf\xe9"}]'.encode("latin-1"))
+    for name, why in (("cut.json.gz", "EOFError"), ("latin1.json", "UnicodeDecodeError")):
+        with pytest.raises(ShardError, match=f"{name}: cannot be read \\({why}"):
+            read_records(tmp_path / name)
+
+
 def test_mask_is_block_diagonal_causal_with_restarting_positions():
     toks = [tokenize(c, ByteTokenizer()) for c in CONVS[:2]]
     packs, _ = pack(toks, 400)
