@@ -64,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     except CidermillError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except FileNotFoundError as exc:   # a missing input names itself; -v keeps the traceback for a bug
+        if args.verbose:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

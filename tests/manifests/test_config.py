@@ -110,3 +110,16 @@ def test_yaml11_exponent_floats_are_numbers():
     assert build_config(Optim, raw, where="x.yaml") == Optim(peak_lr=3e-4, eps=1e-30)
     with pytest.raises(ConfigError, match=r"peak_lr in x.yaml: expected a number, got '3e-4x'"):
         build_config(Optim, {"peak_lr": "3e-4x"}, where="x.yaml")
+
+
+def test_a_missing_evaluation_folder_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    from manifests.main import main
+
+    monkeypatch.setenv("CIDERMILL_SHARED_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "data", "safety"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'nowhere' / 'safety_real'}: no *.jsonl.gz row files")
+    assert "Traceback" not in err
+    with pytest.raises(FileNotFoundError):   # -v keeps the traceback, for a bug
+        main(["-v", "eval", "data", "safety"])
