@@ -7,9 +7,9 @@ per-record time limit (`extract_timeout`); a page the extractor chokes on is `ex
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
 `keep_content`. Counters: pages per extractor used (`blocks`, `blocks+trafilatura` where trafilatura's
 second opinion added lines, `posts` where the page was read as a thread's post bodies
-(corpus/web/threads.py), `trafilatura`, `resiliparse`, `blocks_other_language` where `languages` is set and the page's text is
-in another language, so the costly steps were skipped; `_forum` when the URL or generator names a
-forum, comments kept) and per charset source. A byte-identical copy of a page this worker has extracted
+(corpus/web/threads.py), `trafilatura`, `resiliparse`, `blocks_other_language` where `languages` is set
+and the page's text is in another language, so the costly steps were skipped; `_forum` when the URL or
+generator names a forum, comments kept) and per charset source. A byte-identical copy of a page this worker has extracted
 already is not extracted again (corpus/web/payload_cache.py: the same page, counted the same way).
 """
 
@@ -81,7 +81,7 @@ def _looks_like_markup(content: bytes) -> bool:
     return b"<" in content[:2048]
 
 
-def _other_language(languages: list[str], min_score: float):
+def _other_language(languages: tuple[str, ...], min_score: float):
     """text -> whether fastText's best language for it (web_lang_v1's reading) is not one of `languages`,
     with at least `min_score`."""
     from .web_lang import WebLangConfig, identify
