@@ -9,8 +9,9 @@ with no text left is `empty_text`. `url` is kept; the raw `content` column is re
 second opinion added lines, `posts` where the page was read as a thread's post bodies
 (corpus/web/threads.py), `trafilatura`, `resiliparse`, `blocks_other_language` where `languages` is set
 and the page's text is in another language, so the costly steps were skipped; `_forum` when the URL or
-generator names a forum, comments kept) and per charset source. A byte-identical copy of a page this worker has extracted
-already is not extracted again (corpus/web/payload_cache.py: the same page, counted the same way).
+generator names a forum, comments kept) and per charset source. A byte-identical copy of a page this
+worker has extracted already is not extracted again (corpus/web/payload_cache.py: the same page, counted
+the same way).
 """
 
 from __future__ import annotations
