@@ -7,9 +7,11 @@ per-record time limit (`extract_timeout`); a page the extractor chokes on is `ex
 with no text left is `empty_text`. `url` is kept; the raw `content` column is removed unless
 `keep_content`. Counters: pages per extractor used (`blocks`, `blocks+trafilatura` where trafilatura's
 second opinion added lines, `posts` where the page was read as a thread's post bodies
-(corpus/web/threads.py), `trafilatura`, `resiliparse`; `_forum` when the URL or generator names a
-forum, comments kept) and per charset source. A byte-identical copy of a page this worker has extracted
-already is not extracted again (corpus/web/payload_cache.py: the same page, counted the same way).
+(corpus/web/threads.py), `trafilatura`, `resiliparse`, `blocks_other_language` where `languages` is set
+and the page's text is in another language, so the costly steps were skipped; `_forum` when the URL or
+generator names a forum, comments kept) and per charset source. A byte-identical copy of a page this
+worker has extracted already is not extracted again (corpus/web/payload_cache.py: the same page, counted
+the same way).
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ class WebExtractConfig:
     second_opinion_max_chars: int = 500_000  # no second opinion on larger pages (its cost grows with the page)
     # hybrid: a page whose running text is a list of dated posts (a forum thread) is read as its post bodies
     read_threads: bool = True
+    # hybrid: when set (the pipeline's language filter's languages), a page whose resiliparse text fastText
+    # (as web_lang_v1 reads it) puts in another language with a score >= other_language_min_score keeps that
+    # text and skips the thread analysis and trafilatura (extractor `blocks_other_language`): the language
+    # filter drops it anyway, and those steps are most of extraction's cost on the pages that reach them
+    languages: tuple[str, ...] | None = None
+    other_language_min_score: float = 0.9  # set a priori, above the language filter's 0.65; not tuned
     timeout_s: float = 5.0  # per record; 0 = no limit
     max_html_bytes: int = 4 << 20
     keep_content: bool = False
@@ -57,6 +65,12 @@ class WebExtractConfig:
                 f"second_opinion_headings must be >= 0 (0 = never); got {self.second_opinion_headings}")
         require(self.second_opinion_max_chars >= 0,
                 f"second_opinion_max_chars must be >= 0; got {self.second_opinion_max_chars}")
+        require(self.languages is None or bool(self.languages),
+                "languages must list at least one code, e.g. [en] (or be left out: every page extracted in full)")
+        if self.languages is not None:  # a tuple: the settings are part of the payload cache's key
+            object.__setattr__(self, "languages", tuple(self.languages))
+        require(0.0 < self.other_language_min_score <= 1.0,
+                f"other_language_min_score must be in (0, 1]; got {self.other_language_min_score}")
 
 
 def _head(content: bytes, limit: int = 80) -> str:
@@ -66,6 +80,20 @@ def _head(content: bytes, limit: int = 80) -> str:
 
 def _looks_like_markup(content: bytes) -> bool:
     return b"<" in content[:2048]
+
+
+def _other_language(languages: tuple[str, ...], min_score: float):
+    """text -> whether fastText's best language for it (web_lang_v1's reading) is not one of `languages`,
+    with at least `min_score`."""
+    from .web_lang import WebLangConfig, identify
+
+    wanted, max_chars = frozenset(languages), WebLangConfig().max_chars
+
+    def other(text: str) -> bool:
+        lang, score = identify(text, max_chars)
+        return lang is not None and lang not in wanted and score >= min_score
+
+    return other
 
 
 @register
@@ -90,6 +118,7 @@ class WebExtract(Mapper):
         counters: Counter = Counter()
         if cfg.extractor != "resiliparse":
             import trafilatura  # noqa: F401  (its import takes seconds: not on a page's time limit)
+        other_language = _other_language(cfg.languages, cfg.other_language_min_score) if cfg.languages else None
         for i, (content, ctype, url) in enumerate(zip(contents, types, urls)):
             if not content:
                 reasons[i], found[i] = "empty_payload", {"bytes": 0 if content is None else len(content)}
@@ -111,7 +140,8 @@ class WebExtract(Mapper):
                                             favor_precision=cfg.favor_precision,
                                             second_opinion_headings=cfg.second_opinion_headings,
                                             second_opinion_max_chars=cfg.second_opinion_max_chars,
-                                            thread_rules=ThreadRules() if cfg.read_threads else None)
+                                            thread_rules=ThreadRules() if cfg.read_threads else None,
+                                            other_language=other_language)
                     PAGES.put(key, page)
             except ExtractTimeout:
                 reasons[i], found[i] = "extract_timeout", {"timeout_s": cfg.timeout_s, "bytes": len(content)}

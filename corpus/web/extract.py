@@ -30,6 +30,7 @@ import re
 import signal
 import threading
 import unicodedata
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -254,6 +255,10 @@ def article_blocks(tree, forum: bool, block_rules: BlockRules, *, title: str | N
     return text, good_chars, blocks
 
 
+def _wants_second_opinion(html: str, blocks: list[Block], headings: int, max_chars: int) -> bool:
+    return bool(headings) and len(html) <= max_chars and lost_sections(blocks) >= headings
+
+
 def thread_worth_a_look(html: str, good_chars: int, forum: bool, *, fallback_below_chars: int) -> bool:
     """Whether to look for a list of posts at all (a second parse of the page costs about half an article's
     extraction): a forum URL or generator, too little article text, or dated elements on the page."""
@@ -275,7 +280,12 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                  fallback_below_chars: int = 800, trafilatura_fast: bool | None = None,
                  favor_precision: bool = False, block_rules: BlockRules = BlockRules(),
                  second_opinion_headings: int = 2, second_opinion_max_chars: int = 500_000,
-                 thread_rules: ThreadRules | None = ThreadRules()) -> Page:
+                 thread_rules: ThreadRules | None = ThreadRules(),
+                 other_language: Callable[[str], bool] | None = None) -> Page:
+    """`other_language` (hybrid only): called with the cleaned resiliparse text when the page would go on to
+    the costly steps (the thread analysis, trafilatura's fallback or second opinion); True keeps that text
+    as the page's and skips them (extractor `blocks_other_language`): for a pipeline whose language filter
+    drops the page anyway."""
     from resiliparse.parse.html import HTMLTree
 
     html, charset = decode_html(content, content_type)
@@ -293,16 +303,24 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                                                   fallback_below_chars=fallback_below_chars)
         used = "blocks"
         fast = True if trafilatura_fast is None else trafilatura_fast
-        thread = thread_of(html, text, good_chars, forum, thread_rules, fallback_below_chars=fallback_below_chars)
-        if thread:
+        # the costly steps (a second parse for the posts, trafilatura) skipped where a language filter drops the page
+        skip = other_language is not None and (
+            (thread_rules and thread_worth_a_look(html, good_chars, forum, fallback_below_chars=fallback_below_chars))
+            or good_chars < fallback_below_chars
+            or _wants_second_opinion(html, blocks, second_opinion_headings, second_opinion_max_chars)
+        ) and bool(cleaned := clean_text(text)) and other_language(cleaned)
+        thread = None if skip else thread_of(html, text, good_chars, forum, thread_rules,
+                                             fallback_below_chars=fallback_below_chars)
+        if skip:
+            used = "blocks_other_language"
+        elif thread:
             text, used = thread.text, "posts"
         elif good_chars < fallback_below_chars:
             fallback = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision,
                                         comments=forum)
             if fallback.strip() or not text:
                 text, used = fallback, "trafilatura"
-        elif (second_opinion_headings and len(html) <= second_opinion_max_chars
-              and lost_sections(blocks) >= second_opinion_headings):
+        elif _wants_second_opinion(html, blocks, second_opinion_headings, second_opinion_max_chars):
             other = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision, comments=forum)
             text, added = fill_gaps(text, other)
             used = "blocks+trafilatura" if added else used

@@ -379,3 +379,64 @@ def test_byte_identical_payloads_are_extracted_once_each_row_as_if_alone(monkeyp
     assert result.table.column("text").to_pylist() == [p.text for p in expected]
     assert result.table.column("title").to_pylist() == [token] * 4
     assert result.stats.counters["extractor_blocks"] + result.stats.counters.get("extractor_trafilatura", 0) >= 3
+
+
+_DE = ("Der Gemeinderat hat am Dienstag beschlossen, die alte Brücke über den Fluss im nächsten Frühjahr zu "
+       "erneuern. Die Arbeiten sollen etwa sechs Monate dauern.")
+_EN = ("The town council decided on Tuesday to rebuild the old bridge over the river next spring, and the "
+       "work should take about six months.")
+
+
+def _short_page(text: str) -> bytes:
+    """Under `fallback_below_chars` of text: the hybrid extractor would hand it to trafilatura."""
+    return f"<html><head><title>Nachrichten</title></head><body><article><p>{text}</p></article></body></html>".encode()
+
+
+def test_a_page_in_another_language_keeps_its_text_and_skips_trafilatura(monkeypatch):
+    calls, asked = [], []
+
+    def fallback(html, **kwargs):
+        calls.append(html)
+        return "trafilatura's text"
+
+    def other_language(text):
+        asked.append(text)
+        return text.startswith("Der ")
+
+    monkeypatch.setattr(extract_mod, "trafilatura_text", fallback)
+    got = extract_mod.extract_page(_short_page(_DE), "text/html", None, other_language=other_language)
+    assert got.extractor == "blocks_other_language" and got.text == _DE and calls == []
+    assert asked == [_DE]  # asked once, with the cleaned resiliparse text
+    # without the check (the default), the same page goes to trafilatura as before
+    got = extract_mod.extract_page(_short_page(_DE), "text/html", None)
+    assert got.extractor == "trafilatura" and got.text == "trafilatura's text" and len(calls) == 1
+    # a long article that needs neither trafilatura nor the thread analysis is not asked about
+    long_de = _short_page(" ".join([_DE] * 12))
+    got = extract_mod.extract_page(long_de, "text/html", None, other_language=other_language)
+    assert got.extractor == "blocks" and got.text == " ".join([_DE] * 12) and asked == [_DE] and len(calls) == 1
+
+
+def test_stage_languages_skip_trafilatura_only_for_pages_confidently_in_another_language(monkeypatch):
+    calls = []
+    real = extract_mod.trafilatura_text
+
+    def counting(html, **kwargs):
+        calls.append(html)
+        return real(html, **kwargs)
+
+    monkeypatch.setattr(extract_mod, "trafilatura_text", counting)
+    rows = _rows([_short_page(_DE + " " + _DE), _short_page(_EN + " " + _EN)])
+    result = stage_class("web_extract_v1")({"languages": ["en"]})(rows)
+    assert result.table.column("text").to_pylist() == [_DE + " " + _DE, _EN + " " + _EN]
+    assert result.stats.counters["extractor_blocks_other_language"] == 1
+    assert len(calls) == 1 and _EN.encode() in calls[0].encode()  # only the English page reached trafilatura
+    # with German wanted, the German page is the one read by trafilatura
+    stage_class("web_extract_v1")({"languages": ["de"]})(_rows([_short_page(_DE + " " + _DE + " ")]))
+    assert len(calls) == 2 and "Gemeinderat" in calls[1]
+
+
+def test_stage_languages_must_name_one_and_the_score_be_a_probability():
+    with pytest.raises(ValueError, match="languages must list at least one code"):
+        stage_class("web_extract_v1")({"languages": []})
+    with pytest.raises(ValueError, match="other_language_min_score"):
+        stage_class("web_extract_v1")({"languages": ["en"], "other_language_min_score": 1.5})
