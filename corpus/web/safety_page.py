@@ -19,8 +19,8 @@ over its n words (the page-safety tokens of corpus/web/safety_terms.py, so obfus
   (v6; measured leave one source out, it raised every recall row and lowered health false drops, docs/web.md);
 - hedging words: the count of the project's hedging, advice and supportive words (hedging_en.txt: may, perhaps,
   often, suggest, consider, help, cope, options, ...) in the window (v7). Advice and explanation hedge; abuse
-  asserts. Its weight is learned too (measured leave one source out: all-unsafe recall +3 points and health
-  false drops -0.8 points over v6, for every training seed tried, docs/web.md);
+  asserts. Its weight is learned too (measured leave one source out: all-unsafe recall +1.7 to +3.2 points and
+  health false drops -0.8 to -0.9 points over v6 across four training seeds, docs/web.md);
 - peer: the mean over the window's words of alt-profanity-check's probability for the 50-word block
   each word is in (peer_probs), another general signal from a model trained on other data.
 The page's score is the geometric mean of its worst window's P(unsafe) and the P(unsafe) of the same model
