@@ -1,11 +1,11 @@
 """Page safety: a page model learned from real labelled text, adult-domain lists and URL words as score
 columns (`safety__*`), then a filter that drops with a reason and JSON evidence (`drop_detail`) per row.
 
-- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v6.npz + manifest): the
+- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v7.npz + manifest): the
   geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~300 words around it
   (`safety__score`), that window (`safety__window_start/_end`, in
-  words) and its category (`safety__category`), from the word list's term counts, a count of clinical and
-  counselling words and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its
+  words) and its category (`safety__category`), from the word list's term counts, counts of clinical and
+  counselling words and (v7) of hedging and advice words, and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its
   package). Trained on 10 of 12 human-labelled sources by
   corpus/web/safety_train.py; its held-out numbers are leave-one-source-out (`cidermill eval data safety`).
   English only: rows in another language get a null score.
@@ -222,7 +222,7 @@ class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`, `url_and_words`,
     `words_self_harm`, `model_<category>` (the page model over its threshold; category from its category
     head), `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
-    evidence (score, threshold, window, its mean peer probability, list terms and clinical words, or the host).
+    evidence (score, threshold, window, its mean peer probability, list terms, clinical and hedging words, or the host).
     Counters `dropped_<category>` attribute every drop to a category (domains and URLs to sexual,
     non-English word windows to profanity)."""
 
@@ -306,9 +306,10 @@ class WebSafetyFilter(Filter):
         if reason in ("adult_domain_and_words", "url_and_words"):
             terms = [x for x in terms if x[1] == "sexual"]
         out["terms"] = [f"{w} ({c}, {t})" for w, c, t in terms[:12]]
-        if reason.startswith("model_"):  # the clinical words the model counted against the drop (v6 feature)
-            clinical = safety_terms.clinical_words()
+        if reason.startswith("model_"):  # the clinical (v6) and hedging (v7) words the model counted against the drop
+            clinical, hedging = safety_terms.clinical_words(), safety_terms.hedging_words()
             out["clinical_words"] = sorted({w for w in window if w in clinical})[:12]
+            out["hedging_words"] = sorted({w for w in window if w in hedging})[:12]
         out["excerpt"] = " ".join(window)[:240]
         return json.dumps(out, ensure_ascii=False)
 

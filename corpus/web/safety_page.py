@@ -17,6 +17,10 @@ over its n words (the page-safety tokens of corpus/web/safety_terms.py, so obfus
   patient, symptoms, feelings, consent, ...) in the window. Therapy answers and medical text talk about sex,
   abuse and self-harm in that register; the weight is learned from the health sources the model trains on
   (v6; measured leave one source out, it raised every recall row and lowered health false drops, docs/web.md);
+- hedging words: the count of the project's hedging, advice and supportive words (hedging_en.txt: may, perhaps,
+  often, suggest, consider, help, cope, options, ...) in the window (v7). Advice and explanation hedge; abuse
+  asserts. Its weight is learned too (measured leave one source out: all-unsafe recall +1.7 to +3.2 points and
+  health false drops -0.8 to -0.9 points over v6 across four training seeds, docs/web.md);
 - peer: the mean over the window's words of alt-profanity-check's probability for the 50-word block
   each word is in (peer_probs), another general signal from a model trained on other data.
 The page's score is the geometric mean of its worst window's P(unsafe) and the P(unsafe) of the same model
@@ -42,16 +46,17 @@ import numpy as np
 
 from . import safety_terms
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v6.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v7.npz"
 WINDOW = 100  # words; training units are 50-150 words (corpus/web/safety_units.py)
 STRIDE = 50
 # words around the worst window scored as its context (module docstring): 300 in v6 (v5: 200); measured leave one
 # source out with the clinical-word feature, 300 words raised every recall row ~2 points and lowered health false
 # drops (docs/web.md); bounded, so one bad section is diluted at most 3x however long the page
 CONTEXT = 300
-# (category, tier) term counts, then explicit terms of any category, then clinical words (safety_terms.clinical_words)
-N_LEX = 2 * len(safety_terms.CATEGORIES) + 2
-EXPLICIT, CLINICAL = N_LEX - 2, N_LEX - 1  # their columns
+# (category, tier) term counts, then explicit terms of any category, clinical words (safety_terms.clinical_words)
+# and (v7) hedging words (safety_terms.hedging_words)
+N_LEX = 2 * len(safety_terms.CATEGORIES) + 3
+EXPLICIT, CLINICAL, HEDGING = N_LEX - 3, N_LEX - 2, N_LEX - 1  # their columns
 BLOCK = 50  # words per block the peer model (alt-profanity-check) scores
 _MODELS: dict[str, "PageModel"] = {}
 
@@ -196,15 +201,15 @@ def ngram_ids(toks: list[str], model: PageModel) -> tuple[np.ndarray, np.ndarray
 def lex_positions(toks: list[str], lex: safety_terms.Lexicon, found: list | None = None) -> np.ndarray:
     """[n, N_LEX] one-hot of the list term (category, tier) starting at each word, a column for an
     explicit term of any category (a weight learned from the categories that have labelled text carries
-    over to one that has little) and one for a clinical word. `found`: safety_terms.hits of the tokens,
-    when already known."""
+    over to one that has little), one for a clinical word and one for a hedging word. `found`:
+    safety_terms.hits of the tokens, when already known."""
     out = np.zeros((len(toks), N_LEX), np.int32)
     for pos, cat, tier in (safety_terms.hits(toks, lex) if found is None else found):
         out[pos, 2 * cat + tier] += 1
         out[pos, EXPLICIT] += tier == 0
-    clinical = safety_terms.clinical_words()
-    if not clinical.isdisjoint(toks):
-        out[[i for i, t in enumerate(toks) if t in clinical], CLINICAL] = 1
+    for col, words in ((CLINICAL, safety_terms.clinical_words()), (HEDGING, safety_terms.hedging_words())):
+        if not words.isdisjoint(toks):
+            out[[i for i, t in enumerate(toks) if t in words], col] = 1
     return out
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 TERMS_PATH = Path(__file__).resolve().parent / "data" / "safety" / "terms_en.tsv"
 CLINICAL_PATH = TERMS_PATH.with_name("clinical_en.txt")  # clinical and counselling words (safety_page's feature)
+HEDGING_PATH = TERMS_PATH.with_name("hedging_en.txt")  # hedging, advice and supportive words (safety_page's feature, v7)
 CATEGORIES = ("sexual", "hate", "harassment", "violence", "self_harm", "profanity")
 TIERS = ("explicit", "context")
 WINDOW = 150  # words
@@ -95,14 +96,24 @@ def load(path: Path = TERMS_PATH) -> Lexicon:
     return Lexicon(words, phrases, wildcard)
 
 
-@lru_cache(maxsize=4)
-def clinical_words(path: Path = CLINICAL_PATH) -> frozenset:
-    """The clinical and helping-register words (one form a line, '#' comments); an empty list is an error."""
+@lru_cache(maxsize=8)
+def word_list(path: Path) -> frozenset:
+    """A plain word list (one form a line, '#' comments); an empty list is an error naming the file."""
     words = frozenset(w.strip().lower() for w in Path(path).read_text(encoding="utf-8").splitlines()
                       if w.strip() and not w.startswith("#"))
     if not words:
-        raise ValueError(f"{path}: no words (expected one clinical word a line)")
+        raise ValueError(f"{path}: no words (expected one word a line)")
     return words
+
+
+def clinical_words(path: Path = CLINICAL_PATH) -> frozenset:
+    """The clinical and helping-register words."""
+    return word_list(path)
+
+
+def hedging_words(path: Path = HEDGING_PATH) -> frozenset:
+    """The hedging, advice and supportive-register words (v7)."""
+    return word_list(path)
 
 
 def _deobfuscate(token: str, lex: Lexicon) -> str:

@@ -1,6 +1,6 @@
 """Train the page-safety model of web_safety_v3 (corpus/web/safety_page.py) on real labelled rows:
 
-    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v6.npz]
+    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v7.npz]
 
 writes the weights (.npz) and the manifest (.json: the row files and their sha256, settings, the threshold
 and how it was chosen, the code that made it). The data folder is always given: product code never reads it.
@@ -11,7 +11,8 @@ Steps (the same ones `cidermill eval data safety` runs once per left-out source)
 2. features per unit: counts of its word unigrams and bigrams / its words (x SCALE), keeping only the
    n-grams found in at least MIN_SOURCES training sources (a source's own vocabulary does not generalise to
    the next source), log1p of the word list's term counts per (category, tier), of its explicit terms and
-   of its clinical words (data/safety/clinical_en.txt), and the mean of alt-profanity-check's probability
+   of its clinical words (data/safety/clinical_en.txt) and (v7) of its hedging words (data/safety/hedging_en.txt),
+   and the mean of alt-profanity-check's probability
    over its 50-word blocks (corpus/web/safety_page.py);
 3. the unsafe head: logistic regression; every (source, label) group gets the same total weight within its
    class, so no large source (hatexplain: 19k rows) decides alone what "unsafe" means;
@@ -248,7 +249,7 @@ def _peer_version() -> str:
 def _code_digest() -> dict[str, str]:
     here = Path(__file__).resolve().parent
     files = ["safety_train.py", "safety_units.py", "safety_page.py", "safety_terms.py", "data/safety/terms_en.tsv",
-             "data/safety/clinical_en.txt"]
+             "data/safety/clinical_en.txt", "data/safety/hedging_en.txt"]
     return {f: hashlib.sha256((here / f).read_bytes()).hexdigest() for f in files}
 
 
@@ -267,7 +268,8 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                           "unit_rule": safety_units.__doc__.strip()},
         "settings": {"features": "word unigram and bigram counts / words x SCALE (n-grams in >= MIN_SOURCES training "
                                  "sources and >= MIN_UNITS units) + log1p(list term counts per category and tier, "
-                                 "explicit terms of any category, clinical words of clinical_en.txt) + mean "
+                                 "explicit terms of any category, clinical words of clinical_en.txt, hedging words of "
+                                 "hedging_en.txt) + mean "
                                  "alt-profanity-check probability of the "
                                  f"{safety_page.BLOCK}-word blocks",
                      "peer_package": _peer_version(),

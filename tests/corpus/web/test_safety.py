@@ -74,9 +74,9 @@ INSULT = "You worthless bitch, kill yourself, nobody likes you."
 # What each page of the main test should get, written from the texts (not read off the stage): the explicit,
 # hateful and insulting texts are the model's, in their own category; the self-harm text has only list
 # evidence (no labelled self-harm data); the adult host alone, and sexual URL words with a sexual word.
-# The clinical d2 is a known false drop of the shipped model: v6 0.844 against its threshold 0.750 (alt-profanity-check
-# gives it 0.68; its sexual context terms only name the category); the held-out health false drops are in
-# docs/web.md. It is asserted so that a model change that moves it is seen.
+# The clinical d2 is a known false drop of the shipped model: v7 0.875 against its threshold 0.686 (v6 0.844 against
+# 0.750; alt-profanity-check gives it 0.68; its sexual context terms only name the category); the held-out health
+# false drops are in docs/web.md. It is asserted so that a model change that moves it is seen.
 EXPECTED_REASONS = {"d2": "model_sexual", "d3": "model_sexual", "d4": "model_hate", "d5": "words_self_harm",
                     "d6": "model_harassment", "d7": "adult_domain", "d9": "url_and_words"}
 EXPECTED_COUNTERS = {"sexual": 4, "hate": 1, "harassment": 1, "violence": 0, "self_harm": 1, "profanity": 0}
@@ -115,6 +115,7 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
     assert details["d4"]["excerpt"] == "niggers and kikes are vermin and should be exterminated"
     assert "pussy (sexual, explicit)" in details["d3"]["terms"]
     assert details["d2"]["clinical_words"] == ["risk"] and details["d3"]["clinical_words"] == []
+    assert details["d2"]["hedging_words"] == [] and details["d3"]["hedging_words"] == []  # none of hedging_en.txt
     assert details["d7"] == {"reason": "adult_domain", "host": "www.pornhub.com"}
     assert details["d9"]["url_words"] == ["porn"] and details["d9"]["terms"] == ["horny (sexual, explicit)"]
     counters = result.stats.counters
@@ -123,7 +124,8 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
 
 def test_the_model_sees_the_worst_window_of_a_long_page():
     """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
-    it (v6: window 0.96, its 300-word context 0.80, score 0.88 against the threshold 0.750), and the evidence
+    it (v7: window 0.96, its 300-word context 0.73, score 0.84 against the threshold 0.686; v6 0.88 against
+    0.750), and the evidence
     names a window over that paragraph; the ordinary page alone is kept."""
     page = c4_texts()[1]
     lex = safety_terms.load()

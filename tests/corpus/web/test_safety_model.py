@@ -32,7 +32,8 @@ def test_window_logit_equals_a_plain_recomputation():
     lex_weight = np.arange(safety_page.N_LEX + 1, dtype=float) / 10
     weights = {"vermin": 2.0, "budget": -1.0, "the": 0.1, "are vermin": 1.5, "the budget": -0.25, "budget those": 3.0}
     model = _tiny_model(weights, lex_weight, -1.5)
-    text = ("the budget " * 40) + "those kikes are vermin, vermin I say " + ("the budget " * 30) + "the therapist's patients"
+    text = ("the budget " * 40) + "those kikes are vermin, vermin I say " + ("the budget " * 30) \
+        + "the therapist's patients may often cope"
     toks = safety_terms.tokens(text, lex)
     ids = safety_page.ngram_ids(toks, model)
     lexpos = safety_page.lex_positions(toks, lex)
@@ -50,9 +51,10 @@ def test_window_logit_equals_a_plain_recomputation():
             count = sum(1 for p, c, t in found if s <= p < e and (c, t) == (cat, tier))
             expected += math.log1p(count) * lex_weight[2 * cat + tier]
         explicit = sum(1 for p, c, t in found if s <= p < e and t == 0)  # explicit terms of any category
-        clinical = sum(1 for w in window if w in ("therapist", "patients"))  # words of clinical_en.txt
-        return expected + math.log1p(explicit) * lex_weight[-3] + math.log1p(clinical) * lex_weight[-2] \
-            + float(np.mean(peer[s:e])) * lex_weight[-1]
+        clinical = sum(1 for w in window if w in ("therapist", "patients", "cope"))  # words of clinical_en.txt
+        hedging = sum(1 for w in window if w in ("may", "often", "cope"))  # words of hedging_en.txt
+        return expected + math.log1p(explicit) * lex_weight[-4] + math.log1p(clinical) * lex_weight[-3] \
+            + math.log1p(hedging) * lex_weight[-2] + float(np.mean(peer[s:e])) * lex_weight[-1]
 
     for (s, e), got in zip(bounds.tolist(), z):
         assert got == pytest.approx(expected_logit(s, e), abs=1e-9)
@@ -76,15 +78,26 @@ def test_clinical_words_are_one_column_of_whole_words():
     toks = safety_terms.tokens("The therapist saw patients; therapeutically healthier, care free. Health!", lex)
     col = safety_page.lex_positions(toks, lex)[:, safety_page.CLINICAL]
     assert [t for t, c in zip(toks, col) if c] == ["therapist", "patients", "care", "health"]
-    assert safety_page.N_LEX == 2 * len(safety_terms.CATEGORIES) + 2 and safety_page.EXPLICIT == safety_page.N_LEX - 2
+    assert safety_page.N_LEX == 2 * len(safety_terms.CATEGORIES) + 3 and safety_page.EXPLICIT == safety_page.N_LEX - 3
+
+
+def test_hedging_words_are_one_column_of_whole_words():
+    """may, often, suggest and help are in hedging_en.txt (v7); 'maybe', 'helped' and 'suggestion' are not
+    (whole words as written); 'cope' is in both lists, so it counts in both columns."""
+    lex = safety_terms.load()
+    toks = safety_terms.tokens("You may often cope; maybe I helped. My suggestion: suggest help!", lex)
+    pos = safety_page.lex_positions(toks, lex)
+    assert [t for t, c in zip(toks, pos[:, safety_page.HEDGING]) if c] == ["may", "often", "cope", "suggest", "help"]
+    assert [t for t, c in zip(toks, pos[:, safety_page.CLINICAL]) if c] == ["cope"]
+    assert safety_page.HEDGING == safety_page.N_LEX - 1 and safety_page.CLINICAL == safety_page.N_LEX - 2
 
 
 def test_a_model_of_another_feature_count_is_refused_by_name(tmp_path):
     arrays = safety_page.to_arrays(_tiny_model({}, np.zeros(safety_page.N_LEX + 1), 0.0))
-    arrays["lex_weight"] = arrays["lex_weight"][:-1]  # v5 had one feature fewer
+    arrays["lex_weight"] = arrays["lex_weight"][:-1]  # v6 had one feature fewer
     path = tmp_path / "old.npz"
     safety_page.save(path, arrays, {"threshold": 0.8})
-    with pytest.raises(ValueError, match="old.npz.*14 feature weights, this code scores 15"):
+    with pytest.raises(ValueError, match="old.npz.*15 feature weights, this code scores 16"):
         safety_page.load(path)
 
 
