@@ -134,7 +134,8 @@ def main() -> int:
     if judged:
         k, wins, r_sft, r_dpo = judged["k"], judged["wins"], judged["rm_sft"], judged["rm_dpo"]
         wl, wh = wilson(wins, k)
-        print(f"| RM win rate of DPO answers over SFT answers, {k} test prompts | - | {wins / k:.3f} ({wl:.3f}-{wh:.3f}) |")
+        print(f"| RM win rate of DPO answers over SFT answers, {k} test prompts | - | {wins / k:.3f} "
+              f"({wl:.3f}-{wh:.3f}) |")
         print(f"| mean RM score of the answers | {sum(r_sft) / k:+.3f} | {sum(r_dpo) / k:+.3f} |")
         print(f"| answers that end by themselves | {judged['sft_ended']:.3f} | {judged['dpo_ended']:.3f} |")
         print(f"| identical answers | {judged['identical']}/{k} | |")
