@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -210,9 +211,25 @@ class Sandbox:
             return res
 
 
+_TRACEBACK_SCAFFOLD = re.compile(r"\s|Traceback \(most recent call last\)|During handling of the above exception|"
+                                r"The above exception was the direct cause")
+
+
+def failure_line(stderr: str) -> str:
+    """The line that says why a run failed: its last complete line that is not traceback scaffolding (a frame,
+    its source line, `Traceback (most recent call last):`), else whatever is last. Processes the solution
+    forked write to the same pipe, so the last bytes read can be a fragment of another process's line or
+    traceback (a fork bomb's reason was once `Blo`)."""
+    lines = stderr.splitlines(keepends=True)
+    for line in reversed(lines):
+        if line.endswith("\n") and line.strip() and not _TRACEBACK_SCAFFOLD.match(line):
+            return line.strip()
+    return stderr.strip().splitlines()[-1] if stderr.strip() else ""
+
+
 def _decide(res: SandboxResult, child) -> None:
     code = res.exit_code
-    last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+    last = failure_line(res.stderr)
     if child.killed_for == "wall":
         res.verdict, res.reason = Verdict.TIMEOUT, f"wall clock over {res.wall_seconds:.1f}s"
     elif child.killed_for == "output_limit":

@@ -49,6 +49,19 @@ def test_fork_bomb_memory_bomb_loop_flood_and_segfault_are_contained(box):
     assert box.run("print(1)").verdict is Verdict.PASSED
 
 
+def test_a_failure_is_named_by_its_last_whole_line_not_a_fragment_of_a_forked_process():
+    from synth.sandbox.sandbox import failure_line
+
+    # a fork bomb's stderr: tracebacks of many processes on one pipe, the last bytes read cut mid-line
+    bomb = ("Traceback (most recent call last):\n  File \"<solution>\", line 3, in <module>\n    os.fork()\n"
+            "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+            "Traceback (most recent call last):\n  File \"<solution>\", line 3, in <module>\nBlo")
+    assert failure_line(bomb) == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
+    assert failure_line("KeyError: 'k'\nerror: bad input\n") == "error: bad input"   # its own last word stands
+    assert failure_line("no newline at the end") == "no newline at the end"
+    assert failure_line("") == ""
+
+
 def test_runs_as_an_unprivileged_uid(box):
     r = box.run("import os; print(os.getuid(), os.geteuid())")
     assert r.verdict is Verdict.PASSED and "0" not in r.stdout.split()
