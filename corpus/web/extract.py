@@ -255,23 +255,17 @@ def article_blocks(tree, forum: bool, block_rules: BlockRules, *, title: str | N
     return text, good_chars, blocks
 
 
-def _wants_second_opinion(html: str, blocks: list[Block], headings: int, max_chars: int) -> bool:
-    return bool(headings) and len(html) <= max_chars and lost_sections(blocks) >= headings
-
-
 def thread_worth_a_look(html: str, good_chars: int, forum: bool, *, fallback_below_chars: int) -> bool:
     """Whether to look for a list of posts at all (a second parse of the page costs about half an article's
     extraction): a forum URL or generator, too little article text, or dated elements on the page."""
     return forum or good_chars < fallback_below_chars or _dated_elements(html) >= _MIN_DATED_ELEMENTS
 
 
-def thread_of(html: str, text: str, good_chars: int, forum: bool, rules: ThreadRules | None, *,
-              fallback_below_chars: int) -> Thread | None:
+def main_thread(html: str, text: str, rules: ThreadRules) -> Thread | None:
     """The page's posts when its main content is a thread (corpus/web/threads.py), else None: a list of
     posts found where the article extractor's running text (`text`) lies mostly inside the posts, with less
-    than an article's worth outside them (not comments under an article, not teasers beside one)."""
-    if not rules or not thread_worth_a_look(html, good_chars, forum, fallback_below_chars=fallback_below_chars):
-        return None
+    than an article's worth outside them (not comments under an article, not teasers beside one). Call it
+    only where `thread_worth_a_look` says so (it parses the page a second time)."""
     thread = find_thread(parse(html), rules)
     return thread if thread and is_main_content(text, thread, rules) else None
 
@@ -303,24 +297,26 @@ def extract_page(content: bytes, content_type: str | None, url: str | None, *, e
                                                   fallback_below_chars=fallback_below_chars)
         used = "blocks"
         fast = True if trafilatura_fast is None else trafilatura_fast
-        # the costly steps (a second parse for the posts, trafilatura) skipped where a language filter drops the page
-        skip = other_language is not None and (
-            (thread_rules and thread_worth_a_look(html, good_chars, forum, fallback_below_chars=fallback_below_chars))
-            or good_chars < fallback_below_chars
-            or _wants_second_opinion(html, blocks, second_opinion_headings, second_opinion_max_chars)
-        ) and bool(cleaned := clean_text(text)) and other_language(cleaned)
-        thread = None if skip else thread_of(html, text, good_chars, forum, thread_rules,
-                                             fallback_below_chars=fallback_below_chars)
+        # the costly steps, each decided once: a second parse for the posts, trafilatura's fallback or its
+        # second opinion; all skipped where the language filter downstream drops the page anyway
+        look_for_thread = bool(thread_rules) and thread_worth_a_look(html, good_chars, forum,
+                                                                     fallback_below_chars=fallback_below_chars)
+        short = good_chars < fallback_below_chars
+        second_opinion = (not short and bool(second_opinion_headings) and len(html) <= second_opinion_max_chars
+                          and lost_sections(blocks) >= second_opinion_headings)
+        skip = (other_language is not None and (look_for_thread or short or second_opinion)
+                and bool(cleaned := clean_text(text)) and other_language(cleaned))
+        thread = main_thread(html, text, thread_rules) if look_for_thread and not skip else None
         if skip:
             used = "blocks_other_language"
         elif thread:
             text, used = thread.text, "posts"
-        elif good_chars < fallback_below_chars:
+        elif short:
             fallback = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision,
                                         comments=forum)
             if fallback.strip() or not text:
                 text, used = fallback, "trafilatura"
-        elif _wants_second_opinion(html, blocks, second_opinion_headings, second_opinion_max_chars):
+        elif second_opinion:
             other = trafilatura_text(html, url=url, fast=fast, favor_precision=favor_precision, comments=forum)
             text, added = fill_gaps(text, other)
             used = "blocks+trafilatura" if added else used
