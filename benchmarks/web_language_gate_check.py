@@ -24,11 +24,12 @@ def main() -> int:
     import e2e_input
     import web_common
     from corpus.readers.warc import split_http
-    from corpus.stages.web_extract import _other_language
-    from corpus.stages.web_lang import identify
+    from corpus.stages.web_extract import WebExtractConfig, language_gate
+    from corpus.stages.web_lang import WebLangConfig, identify
     from corpus.web.extract import extract_page
 
-    gate = _other_language(("en",), 0.9)
+    gate = language_gate(("en",), WebExtractConfig().other_language_min_score)
+    max_chars = WebLangConfig().max_chars   # the language filter's own reading of a text
     pages = []
     for p in e2e_input.gold_set_pages({"synthesized_urls": 0, "urls_from_domain": 0}) + e2e_input.warc_pages():
         if p.html:
@@ -48,9 +49,9 @@ def main() -> int:
         if not gated.extractor.startswith("blocks_other_language"):
             continue
         taken[origin] += 1
-        lang, score = identify(extract_page(body, ctype, url).text, 4000)
+        lang, score = identify(extract_page(body, ctype, url).text, max_chars)
         if lang == "en" and score >= 0.65:
-            lost.append((origin, url, identify(gated.text, 4000), (lang, round(score, 3))))
+            lost.append((origin, url, identify(gated.text, max_chars), (lang, round(score, 3))))
     print(f"{n:,} pages extracted; the gate took {sum(taken.values()):,}: "
           + ", ".join(f"{k} {v}" for k, v in taken.most_common()))
     print(f"pages the full extraction would keep (English >= 0.65) but the gate took: {len(lost)}")

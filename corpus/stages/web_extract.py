@@ -82,7 +82,7 @@ def _looks_like_markup(content: bytes) -> bool:
     return b"<" in content[:2048]
 
 
-def _other_language(languages: tuple[str, ...], min_score: float):
+def language_gate(languages: tuple[str, ...], min_score: float):
     """text -> whether fastText's best language for it (web_lang_v1's reading) is not one of `languages`,
     with at least `min_score`."""
     from .web_lang import WebLangConfig, identify
@@ -118,7 +118,7 @@ class WebExtract(Mapper):
         counters: Counter = Counter()
         if cfg.extractor != "resiliparse":
             import trafilatura  # noqa: F401  (its import takes seconds: not on a page's time limit)
-        other_language = _other_language(cfg.languages, cfg.other_language_min_score) if cfg.languages else None
+        other_language = language_gate(cfg.languages, cfg.other_language_min_score) if cfg.languages else None
         for i, (content, ctype, url) in enumerate(zip(contents, types, urls)):
             if not content:
                 reasons[i], found[i] = "empty_payload", {"bytes": 0 if content is None else len(content)}
