@@ -3,8 +3,8 @@ columns (`safety__*`), then a filter that drops with a reason and JSON evidence 
 
 - Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v8.npz + manifest): the
   geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~300 words around it, times
-  (1 + the share of the windows in those 300 words with P(unsafe) > 0.5) / 2 (v8) (`safety__score`), that window (`safety__window_start/_end`, in
-  words) and its category (`safety__category`), from the word list's term counts, counts of clinical and
+  (1 + the share of the windows in those 300 words with P(unsafe) > 0.5) / 2 (v8) (`safety__score`), that
+  window (`safety__window_start/_end`, in words) and its category (`safety__category`), from the word list's term counts, counts of clinical and
   counselling words and (v7) of hedging and advice words, and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its
   package). Trained on 10 of 12 human-labelled sources by
   corpus/web/safety_train.py; its held-out numbers are leave-one-source-out (`cidermill eval data safety`).

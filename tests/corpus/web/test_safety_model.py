@@ -107,7 +107,8 @@ def test_a_model_of_another_feature_count_is_refused_by_name(tmp_path):
 def test_a_threshold_chosen_for_another_page_score_rule_is_refused_by_name(tmp_path):
     """v7's manifest has no page_score_rule: its threshold (0.686) was chosen for sqrt(window x context) alone."""
     arrays = safety_page.to_arrays(_tiny_model({}, np.zeros(safety_page.N_LEX + 1), 0.0))
-    for name, manifest in (("v7.npz", {"threshold": 0.686}), ("other.npz", {"threshold": 0.7, "page_score_rule": "v9"})):
+    for name, manifest in (("v7.npz", {"threshold": 0.686}),
+                           ("other.npz", {"threshold": 0.7, "page_score_rule": "v9"})):
         safety_page.save(tmp_path / name, arrays, manifest)
         with pytest.raises(ValueError, match=f"{name[:-4]}.json: its threshold was chosen for the page-score rule"):
             safety_page.load(tmp_path / name)
