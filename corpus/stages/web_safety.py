@@ -1,10 +1,10 @@
 """Page safety: a page model learned from real labelled text, adult-domain lists and URL words as score
 columns (`safety__*`), then a filter that drops with a reason and JSON evidence (`drop_detail`) per row.
 
-- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v7.npz + manifest): the
-  geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~300 words around it
-  (`safety__score`), that window (`safety__window_start/_end`, in
-  words) and its category (`safety__category`), from the word list's term counts, counts of clinical and
+- Model (corpus/web/safety_page.py, artifact corpus/web/models/safety_page_v8.npz + manifest): the
+  geometric mean of P(unsafe) of the page's worst ~100-word window and of the ~300 words around it, times
+  (1 + the share of the windows in those 300 words with P(unsafe) > 0.5) / 2 (v8) (`safety__score`), that
+  window (`safety__window_start/_end`, in words) and its category (`safety__category`), from the word list's term counts, counts of clinical and
   counselling words and (v7) of hedging and advice words, and alt-profanity-check's probability per 50-word block (its scikit-learn model, in its
   package). Trained on 10 of 12 human-labelled sources by
   corpus/web/safety_train.py; its held-out numbers are leave-one-source-out (`cidermill eval data safety`).
@@ -222,7 +222,8 @@ class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`, `url_and_words`,
     `words_self_harm`, `model_<category>` (the page model over its threshold; category from its category
     head), `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
-    evidence (score, threshold, window, its mean peer probability, list terms, clinical and hedging words, or the host).
+    evidence (score, threshold, window, its mean peer probability, the score's parts, list terms, clinical and hedging
+    words, or the host).
     Counters `dropped_<category>` attribute every drop to a category (domains and URLs to sexual,
     non-English word windows to profanity)."""
 
@@ -291,9 +292,10 @@ class WebSafetyFilter(Filter):
             out.update({"score": round(float(row["safety__score"]), 4), "threshold": round(self._max_score, 4),
                         "category": row["safety__category"], "window_words": [s, e],
                         "peer_probability": round(float(peer[s:e].mean()), 4)})
-            page = safety_page.score_tokens(toks, self._model, lex, peer=peer)  # the two parts of the score
+            page = safety_page.score_tokens(toks, self._model, lex, peer=peer)  # the parts of the score
             out.update({"window_probability": round(page.window, 4), "context_probability": round(page.context, 4),
-                        "context_words": [page.context_start, page.context_end]})
+                        "context_words": [page.context_start, page.context_end],
+                        "context_windows_above_half": round(page.share, 4)})
             if self._model.words:  # a model with word n-grams: the window's words that weighed most
                 out["top_words"] = safety_page.top_words(toks, self._model, s, e)
         else:

@@ -30,7 +30,12 @@ peer scores high, and the page's worst window is the maximum of many chances. Me
 (docs/web.md), the context lowers health false drops and, through the lower threshold it allows, raises
 every recall row. The context is bounded, so one bad section of a long web page is diluted at most
 CONTEXT / WINDOW times, not by the page's length. A page of up to WINDOW words is one window (and its own
-context). A second head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
+context). (v8) That geometric mean is multiplied by (1 + s) / 2, where s is the share of the windows lying
+inside the context whose P(unsafe) is above 0.5 (the model's decision boundary, the threshold's floor): a
+stretch that only one window of its context calls unsafe (a therapy answer quoting the asker) scores up to
+half as much as the same stretch in text that is unsafe throughout, while a page of one window (most short
+posts) keeps its score. Measured leave one source out, it lowered health false drops and, through the lower
+thresholds it allows, raised every recall row (docs/web.md); the context stays bounded, so does the dilution. A second head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
 search for the word pairs, then prefix sums, so every window costs O(1) and no model library runs.
 """
 
@@ -46,7 +51,10 @@ import numpy as np
 
 from . import safety_terms
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v7.npz"
+MODEL_PATH = Path(__file__).resolve().parent / "models" / "safety_page_v8.npz"
+# How a page's score is made from its windows (module docstring), recorded in every manifest: a model file whose
+# threshold was chosen for another rule is refused (v8: the context's share of windows above 0.5 is a factor)
+SCORE_RULE = "v8: sqrt(worst window x context) x (1 + share of the context's windows with P(unsafe) > 0.5) / 2"
 WINDOW = 100  # words; training units are 50-150 words (corpus/web/safety_units.py)
 STRIDE = 50
 # words around the worst window scored as its context (module docstring): 300 in v6 (v5: 200); measured leave one
@@ -122,6 +130,7 @@ class PageScore:
     context: float = 0.0  # P(unsafe) of the context [context_start, context_end) around it
     context_start: int = 0
     context_end: int = 0
+    share: float = 1.0  # (v8) the share of the windows inside the context whose P(unsafe) is above 0.5
 
 
 def save(path: Path, arrays: dict[str, np.ndarray], manifest: dict) -> str:
@@ -171,6 +180,10 @@ def load(path: Path | str = MODEL_PATH) -> PageModel:
             raise FileNotFoundError(f"safety model {path} or its manifest {manifest_path.name} is missing; make them with "
                                     f"`python -m corpus.web.safety_train --data FOLDER`")
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if manifest.get("page_score_rule") != SCORE_RULE:
+            raise ValueError(f"{manifest_path}: its threshold was chosen for the page-score rule "
+                             f"{manifest.get('page_score_rule')!r}, this code scores {SCORE_RULE!r} (an older model "
+                             f"version; retrain with `python -m corpus.web.safety_train`)")
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != manifest.get("sha256"):
             raise ValueError(f"{path} does not match the sha256 in {manifest_path.name} (changed or truncated)")
@@ -313,8 +326,10 @@ def score_tokens(toks: list[str], model: PageModel, lex: safety_terms.Lexicon,
     p_window = _sigmoid(z[worst])
     p_context = p_window if (cs, ce) == (start, end) else \
         _sigmoid(window_logits(ids, lexpos, peer, model, np.array([[cs, ce]], np.int64))[0])
-    return PageScore(math.sqrt(p_window * p_context), start, end, category_of(ids, lexpos, peer, model, start, end),
-                     p_window, p_context, cs, ce)
+    inside = (bounds[:, 0] >= cs) & (bounds[:, 1] <= ce)  # the worst window is always among them
+    share = float(np.mean(z[inside] > 0.0))  # P(unsafe) > 0.5
+    return PageScore(math.sqrt(p_window * p_context) * (1.0 + share) / 2.0, start, end,
+                     category_of(ids, lexpos, peer, model, start, end), p_window, p_context, cs, ce, share)
 
 
 def top_words(toks: list[str], model: PageModel, start: int, end: int, k: int = 5) -> list[str]:

@@ -1,6 +1,6 @@
 """Train the page-safety model of web_safety_v3 (corpus/web/safety_page.py) on real labelled rows:
 
-    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v7.npz]
+    python -m corpus.web.safety_train --data ../shared/data/safety_real [--out corpus/web/models/safety_page_v8.npz]
 
 writes the weights (.npz) and the manifest (.json: the row files and their sha256, settings, the threshold
 and how it was chosen, the code that made it). The data folder is always given: product code never reads it.
@@ -237,7 +237,8 @@ def train_on(data: Prepared, log=print, fits: Fits | None = None) -> tuple[safet
 
 
 def save_model(model: safety_page.PageModel, out: Path, manifest: dict) -> str:
-    return safety_page.save(out, safety_page.to_arrays(model), {**manifest, "threshold": model.threshold})
+    return safety_page.save(out, safety_page.to_arrays(model), {**manifest, "threshold": model.threshold,
+                                                                 "page_score_rule": safety_page.SCORE_RULE})
 
 
 def _peer_version() -> str:
@@ -277,7 +278,8 @@ def train(data: Path, out: Path = safety_page.MODEL_PATH, log=print) -> dict:
                      "weights": "each (source, label) group the same total weight within its label",
                      "window_words": safety_page.WINDOW, "stride_words": safety_page.STRIDE,
                      "context_words": safety_page.CONTEXT,
-                     "page_score": "sqrt(P(unsafe) of the worst window x P(unsafe) of the context_words around it)",
+                     "page_score": "sqrt(P(unsafe) of the worst window x P(unsafe) of the context_words around it) "
+                                   "x (1 + the share of the windows inside that context with P(unsafe) > 0.5) / 2 (v8)",
                      "ngrams": info["ngrams"], "category_head": list(model.categories),
                      "excluded_sources": list(TRAIN_EXCLUDE)},
         "threshold_rule": (f"lowest score that drops at most {BUDGET:.1%} of the news and health pages of the training "

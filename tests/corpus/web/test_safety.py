@@ -74,7 +74,8 @@ INSULT = "You worthless bitch, kill yourself, nobody likes you."
 # What each page of the main test should get, written from the texts (not read off the stage): the explicit,
 # hateful and insulting texts are the model's, in their own category; the self-harm text has only list
 # evidence (no labelled self-harm data); the adult host alone, and sexual URL words with a sexual word.
-# The clinical d2 is a known false drop of the shipped model: v7 0.875 against its threshold 0.686 (v6 0.844 against
+# The clinical d2 is a known false drop of the shipped model: v8 0.875 against its threshold 0.604 (one window, so v7's
+# score; v7 0.875 against 0.686; v6 0.844 against
 # 0.750; alt-profanity-check gives it 0.68; its sexual context terms only name the category); the held-out health
 # false drops are in docs/web.md. It is asserted so that a model change that moves it is seen.
 EXPECTED_REASONS = {"d2": "model_sexual", "d3": "model_sexual", "d4": "model_hate", "d5": "words_self_harm",
@@ -123,27 +124,32 @@ def test_filter_keeps_news_and_health_and_drops_unsafe_pages_with_reasons_and_ev
 
 
 def test_the_model_sees_the_worst_window_of_a_long_page():
-    """A hateful paragraph (54 words) in the middle of a long ordinary page: the page's worst window drops
-    it (v7: window 0.96, its 300-word context 0.73, score 0.84 against the threshold 0.686; v6 0.88 against
-    0.750), and the evidence
-    names a window over that paragraph; the ordinary page alone is kept."""
+    """A hateful paragraph (81 words) in the middle of a long ordinary page: the page's worst window drops
+    it (v8: window 0.99, its 300-word context 0.82, 3 of the context's 5 windows above 0.5, score 0.72 against the
+    threshold 0.604), and the evidence names a window over that paragraph; the ordinary page alone is kept.
+    v8 dilutes a short bad section more than v7: 54 words of it (v7: 0.84 against 0.686, dropped) now score 0.59
+    (window 0.96, context 0.73, 2 of 5 windows above 0.5) and are kept."""
     page = c4_texts()[1]
     lex = safety_terms.load()
     head, tail = page[:len(page) // 2], page[len(page) // 2:]
     start = len(safety_terms.tokens(head, lex))
     assert len(safety_terms.tokens(page, lex)) == 600 and start == 292
-    _, result, details = _run([page, head + " " + " ".join([HATE] * 6) + " " + tail])
-    assert result.table.column("id").to_pylist() == ["d0"]
+    _, result, details = _run([page, head + " " + " ".join([HATE] * 9) + " " + tail,
+                               head + " " + " ".join([HATE] * 6) + " " + tail])
+    assert result.table.column("id").to_pylist() == ["d0", "d2"]
     d = details["d1"]
     s, e = d["window_words"]
     assert d["reason"] == "model_hate" and e - s == safety_page.WINDOW
-    assert s < start + 54 and e > start  # the window overlaps the paragraph
+    assert s < start + 81 and e > start  # the window overlaps the paragraph
     assert "kikes (hate, explicit)" in d["terms"]
     # the score's two parts: that window and the 300 words around it (inside the 600-word page)
     cs, ce = d["context_words"]
     assert ce - cs == safety_page.CONTEXT and cs <= s < e <= ce
     assert d["context_probability"] < d["window_probability"]
-    assert d["score"] == pytest.approx((d["window_probability"] * d["context_probability"]) ** 0.5, abs=2e-4)
+    share = d["context_windows_above_half"]  # v8: the context's windows above 0.5, a factor (1 + share) / 2
+    assert share == 0.6  # 3 of the 5 windows inside the context
+    assert d["score"] == pytest.approx((d["window_probability"] * d["context_probability"]) ** 0.5 * (1 + share) / 2,
+                                       abs=2e-4)
 
 
 def test_filter_config_errors_are_clear(tmp_path):

@@ -65,7 +65,10 @@ def test_window_logit_equals_a_plain_recomputation():
     assert (page.context_start, page.context_end) == (0, len(toks)) and len(toks) < safety_page.CONTEXT
     p_window, p_page = 1 / (1 + math.exp(-z[worst])), 1 / (1 + math.exp(-expected_logit(0, len(toks))))
     assert page.window == pytest.approx(p_window) and page.context == pytest.approx(p_page)
-    assert page.score == pytest.approx(math.sqrt(p_window * p_page)) and page.score < p_window
+    # v8: times (1 + the share of the context's windows with P(unsafe) > 0.5) / 2; here the context is the page
+    share = sum(1 / (1 + math.exp(-expected_logit(int(s), int(e)))) > 0.5 for s, e in bounds) / len(bounds)
+    assert page.share == pytest.approx(share) and 0 < share
+    assert page.score == pytest.approx(math.sqrt(p_window * p_page) * (1 + share) / 2) and page.score < p_window
     assert page.category == "hate"  # the tiny category head's intercept favours it
     assert safety_page.top_words(toks, model, page.start, page.end) == ["budget those", "vermin", "are vermin", "the"]
     assert set(model.ngram_weights()) == set(weights)  # the artifact's form round-trips
@@ -96,9 +99,21 @@ def test_a_model_of_another_feature_count_is_refused_by_name(tmp_path):
     arrays = safety_page.to_arrays(_tiny_model({}, np.zeros(safety_page.N_LEX + 1), 0.0))
     arrays["lex_weight"] = arrays["lex_weight"][:-1]  # v6 had one feature fewer
     path = tmp_path / "old.npz"
-    safety_page.save(path, arrays, {"threshold": 0.8})
+    safety_page.save(path, arrays, {"threshold": 0.8, "page_score_rule": safety_page.SCORE_RULE})
     with pytest.raises(ValueError, match="old.npz.*15 feature weights, this code scores 16"):
         safety_page.load(path)
+
+
+def test_a_threshold_chosen_for_another_page_score_rule_is_refused_by_name(tmp_path):
+    """v7's manifest has no page_score_rule: its threshold (0.686) was chosen for sqrt(window x context) alone."""
+    arrays = safety_page.to_arrays(_tiny_model({}, np.zeros(safety_page.N_LEX + 1), 0.0))
+    for name, manifest in (("v7.npz", {"threshold": 0.686}),
+                           ("other.npz", {"threshold": 0.7, "page_score_rule": "v9"})):
+        safety_page.save(tmp_path / name, arrays, manifest)
+        with pytest.raises(ValueError, match=f"{name[:-4]}.json: its threshold was chosen for the page-score rule"):
+            safety_page.load(tmp_path / name)
+    safety_page.save(tmp_path / "ok.npz", arrays, {"threshold": 0.7, "page_score_rule": safety_page.SCORE_RULE})
+    assert safety_page.load(tmp_path / "ok.npz").threshold == 0.7
 
 
 def test_context_is_the_300_words_around_the_worst_window_inside_the_page():
@@ -132,12 +147,14 @@ def test_one_bad_section_is_diluted_by_its_context_not_by_the_page_length():
     b = safety_page.score_tokens(long, model, lex, peer=peer(long))
     assert a.context_end - a.context_start == b.context_end - b.context_start == safety_page.CONTEXT
     assert a.window == pytest.approx(b.window) and a.context == pytest.approx(b.context)
-    assert a.score == pytest.approx(b.score) and a.score == pytest.approx(math.sqrt(a.window * a.context))
+    assert a.share == pytest.approx(b.share) and 0 < a.share < 1  # the same windows inside the same context
+    assert a.score == pytest.approx(b.score)
+    assert a.score == pytest.approx(math.sqrt(a.window * a.context) * (1 + a.share) / 2)
     assert a.context < a.window
     alone = safety_terms.tokens(" ".join(bad + safe * 20), lex)
     c = safety_page.score_tokens(alone, model, lex, peer=peer(alone))
     assert (c.start, c.end, c.context_start, c.context_end) == (0, len(alone), 0, len(alone))
-    assert c.score == pytest.approx(c.window) == pytest.approx(c.context)
+    assert c.score == pytest.approx(c.window) == pytest.approx(c.context) and c.share == 1.0
 
 
 def test_training_features_give_the_same_logit_as_the_scoring_path(monkeypatch):
