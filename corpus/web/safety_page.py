@@ -35,7 +35,8 @@ inside the context whose P(unsafe) is above 0.5 (the model's decision boundary, 
 stretch that only one window of its context calls unsafe (a therapy answer quoting the asker) scores up to
 half as much as the same stretch in text that is unsafe throughout, while a page of one window (most short
 posts) keeps its score. Measured leave one source out, it lowered health false drops and, through the lower
-thresholds it allows, raised every recall row (docs/web.md); the context stays bounded, so does the dilution. A second head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
+thresholds it allows, raised every recall row (docs/web.md); the context stays bounded, so does the dilution.
+A second head (same features) names the worst window's category. Scoring is a dict lookup per word, a sorted-array
 search for the word pairs, then prefix sums, so every window costs O(1) and no model library runs.
 """
 
