@@ -269,9 +269,10 @@ def _record(page: Page, record_id: str, date: str) -> bytes:
 
 
 def write_warcs(folder: Path, *, docs: int, files: int, exact_share: float = 0.10, near_share: float = 0.05,
-                seed: int = 0) -> dict:
+                seed: int = 0, start: int = 0) -> dict:
     """Write `docs` response records into `files` WARC files under `folder`, and `records.jsonl` beside them
-    (id, url, kind, duplicate group, origin of every record); return a summary."""
+    (id, url, kind, round, duplicate group, origin of every record); return a summary. `start`: begin at that
+    record of the sequence (past the pool: a small input of later rounds' variants only)."""
     pool, stats = build_pool(exact_share=exact_share, near_share=near_share, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed + 1)
@@ -281,7 +282,7 @@ def write_warcs(folder: Path, *, docs: int, files: int, exact_share: float = 0.1
     copies = [0, 0]  # records past the pool: repeated as they are, varied
     html = 0
     try:
-        for k in range(docs):
+        for k in range(start, start + docs):
             page = pool[k % len(pool)]
             rnd = k // len(pool)
             if rnd:  # another round of the pool: distinct pages (module docstring), a group of their own
@@ -293,7 +294,7 @@ def write_warcs(folder: Path, *, docs: int, files: int, exact_share: float = 0.1
             html += page.html
             rid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             date = f"2024-03-{1 + k % 28:02d}T{k % 24:02d}:{k % 60:02d}:00Z"
-            handles[k % files].write(_record(page, rid, date))
+            handles[(k - start) % files].write(_record(page, rid, date))
             sidecar.write(json.dumps({"id": rid, "url": page.url, "kind": kind, "round": rnd, "group": page.group,
                                       "origin": page.origin, "html": page.html}) + "\n")
     finally:
