@@ -3,10 +3,10 @@
 Every shard a task writes is hashed (the manifest records it), and so is every input a task reads
 (its marker records it; issue 35). Done after the fact, both cost a second pass over the bytes on the
 task's own thread: ~0.04 s of a 0.7 s identity copy of 30 MB (issue 44). `HashingSink` hashes each
-piece as the Parquet writer hands it over, in a helper thread (hashlib releases the GIL for
-pieces over 2 KiB; the threads are started once per process and reused) where a core is free for it, else on the writer's own thread, so the digest is ready when
-the file closes and the file is never read back; `in_background` lets a reader hash an input that it does
-not stream while it decodes it.
+piece as the Parquet writer hands it over, in a helper thread (hashlib releases the GIL for pieces
+over 2 KiB; the threads are started once per process and reused) where a core is free for it, else on the
+writer's own thread, so the digest is ready when the file closes and the file is never read back;
+`in_background` lets a reader hash an input that it does not stream while it decodes it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ _END = object()
 class _Threads:
     """This process's helper threads, started once and reused: a job goes to an idle thread, else to a new one,
     so a job never waits behind another (a sink's loop runs until its file closes) and no two jobs need each
-    other. Starting a thread waits until the new thread has run; on a loaded machine that took ~10 ms, and a
-    one-worker run of four inputs started nine (two per task and one per run), 0.1 s of wall time per run in
+    other. Starting a thread waits until the new thread has run; on a loaded machine that took ~15 ms, and a
+    one-worker run of four inputs started nine (two per task and one per run): ~0.14 s of wall time per run in
     `executor_overhead.py` at load 3.5 (issue 44). Daemon threads, as before: a job that never ends (a sink
     never closed after an error) must not hold the process at exit."""
 
