@@ -11,9 +11,20 @@ Every page comes from ../shared/data (or the repository's bundled WARC samples),
 Duplicates, in a realistic share of the pool (default 10% exact + 5% near): an exact duplicate is the
 same bytes under another URL (a tracking parameter, http/https, a trailing slash); a near duplicate is
 a re-crawl of a page with one paragraph removed and an "Updated" line added. Pages are shuffled with a
-fixed seed and written round-robin into `files` gzip-per-record WARC files (as Common Crawl does). A
-request for more records than the pool holds repeats the pool (new record ids, same URLs: a re-crawl),
-and the summary says how many records are such repeats.
+fixed seed and written round-robin into `files` gzip-per-record WARC files (as Common Crawl does).
+
+A request for more records than the pool holds goes round the pool again, and each round after the first is
+made of distinct pages, so the input keeps the pool's duplicate share (and its exact and near duplicates) at
+every size instead of becoming a re-crawl of the same pages (before 2026-11-29 it repeated the pool byte for
+byte, so at 16 x 1,000 records ~70% of the records were exact repeats: extracted once per worker by the
+payload cache and removed by dedup, which no real crawl does). A page of round r keeps its markup, its host
+and its words; within every run of text outside scripts, styles and comments the words between the first
+and the last are put in another order (a permutation seeded by the run's text and r, so an exact duplicate
+of the pool stays an exact duplicate of its original in the same round, and a near duplicate stays near);
+a run without spaces (Chinese, Japanese) has its characters permuted instead. The byte length is the same,
+so the HTTP headers stand; the URL gets a `/r<r>` path prefix. A record whose body is compressed or chunked,
+or is not HTML, is repeated as it is (the summary counts those: `repeats_unchanged`); `variants` counts the
+distinct copies. `records.jsonl` gives each record's round; a variant's duplicate group is its own.
 
 The GPL-licensed daniel_multilingual pages go into these temporary files only (evaluation use), never
 into the repository.
@@ -28,7 +39,9 @@ import os
 import random
 import re
 import uuid
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit, urlunsplit
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +59,7 @@ class Page:
     block: bytes  # the HTTP response: status line, headers, body
     url: str
     origin: str  # where it came from: set name, or the WARC file
-    kind: str = "original"  # original | exact_duplicate | near_duplicate | repeat
+    kind: str = "original"  # original | exact_duplicate | near_duplicate
     html: bool = True
     group: int = -1  # the original's index: an original and its copies share it
 
@@ -163,6 +176,59 @@ def _near_duplicate(page: Page, rng: random.Random) -> Page | None:
     return Page(head + sep + new, _url_variant(page.url, rng), page.origin, "near_duplicate", group=page.group)
 
 
+_MARKUP = re.compile(rb"(<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<[^>]*>)", re.I | re.S)
+_SPACE = re.compile(rb"(\s+)")
+_PLAIN = re.compile(rb"^(?:content-encoding|transfer-encoding):", re.I | re.M)
+
+
+def _permute(items: list, seed: int) -> list:
+    rng = random.Random(seed)
+    out = list(items)
+    rng.shuffle(out)
+    return out
+
+
+def _reword_run(text: bytes, rnd: int) -> bytes:
+    """One run of text between tags, its words (or, without spaces, its characters) but the first and the last
+    in another order; the same text in the same round always gets the same order."""
+    seed = zlib.crc32(text) ^ (rnd * 0x9E3779B1)
+    if len(text.split()) >= 4:
+        tokens = _SPACE.split(text)  # words at even positions, the spaces between them at odd ones
+        inner = [i for i in range(0, len(tokens), 2) if tokens[i]][1:-1]
+        for i, w in zip(inner, _permute([tokens[i] for i in inner], seed)):
+            tokens[i] = w
+        return b"".join(tokens)
+    if text.isascii():  # markup's indentation, a label: nothing to reorder
+        return text
+    try:
+        s = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return text
+    core = s.strip()
+    if len(core) < 8 or core.isascii():
+        return text
+    start = s.index(core[0])
+    return (s[:start + 1] + "".join(_permute(list(core[1:-1]), seed)) + s[start + len(core) - 1:]).encode("utf-8")
+
+
+def variant(page: Page, rnd: int) -> Page | None:
+    """Round `rnd` (>= 1) of a pool page as a distinct page of the same markup, host and words (module
+    docstring); None for a page that cannot be varied safely (not HTML, compressed or chunked body)."""
+    head, sep, body = page.block.partition(b"\r\n\r\n")
+    if not page.html or not sep or _PLAIN.search(head):
+        return None
+    parts = _MARKUP.split(body)  # text at even positions, markup at odd ones
+    for i in range(0, len(parts), 2):
+        if len(parts[i]) >= 12:
+            parts[i] = _reword_run(parts[i], rnd)
+    new = b"".join(parts)
+    if new == body:
+        return None
+    u = urlsplit(page.url)
+    return replace(page, block=head + sep + new,
+                   url=urlunsplit((u.scheme, u.netloc, f"/r{rnd}" + (u.path or "/"), u.query, u.fragment)))
+
+
 def build_pool(*, exact_share: float, near_share: float, seed: int) -> tuple[list[Page], dict]:
     if not EXTRACTION.is_dir():   # without it the pool is the 62 bundled pages: not the benchmark's input
         raise SystemExit(f"e2e input: {EXTRACTION} not found; set CIDERMILL_SHARED_DATA to the shared data folder")
@@ -203,30 +269,38 @@ def _record(page: Page, record_id: str, date: str) -> bytes:
 
 
 def write_warcs(folder: Path, *, docs: int, files: int, exact_share: float = 0.10, near_share: float = 0.05,
-                seed: int = 0) -> dict:
+                seed: int = 0, start: int = 0) -> dict:
     """Write `docs` response records into `files` WARC files under `folder`, and `records.jsonl` beside them
-    (id, url, kind, duplicate group, origin of every record); return a summary."""
+    (id, url, kind, round, duplicate group, origin of every record); return a summary. `start`: begin at that
+    record of the sequence (past the pool: a small input of later rounds' variants only)."""
     pool, stats = build_pool(exact_share=exact_share, near_share=near_share, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed + 1)
     handles = [open(folder / f"crawl-{i:05d}.warc.gz", "wb") for i in range(files)]
     sidecar = open(folder.parent / f"{folder.name}-records.jsonl", "w")
     kinds: dict[str, int] = {}
+    copies = [0, 0]  # records past the pool: repeated as they are, varied
     html = 0
     try:
-        for k in range(docs):
+        for k in range(start, start + docs):
             page = pool[k % len(pool)]
-            kind = page.kind if k < len(pool) else "repeat"
+            rnd = k // len(pool)
+            if rnd:  # another round of the pool: distinct pages (module docstring), a group of their own
+                varied = variant(page, rnd)
+                copies[varied is not None] += 1
+                page = replace(varied, group=page.group + rnd * len(pool)) if varied else page
+            kind = page.kind
             kinds[kind] = kinds.get(kind, 0) + 1
             html += page.html
             rid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             date = f"2024-03-{1 + k % 28:02d}T{k % 24:02d}:{k % 60:02d}:00Z"
-            handles[k % files].write(_record(page, rid, date))
-            sidecar.write(json.dumps({"id": rid, "url": page.url, "kind": kind, "group": page.group,
+            handles[(k - start) % files].write(_record(page, rid, date))
+            sidecar.write(json.dumps({"id": rid, "url": page.url, "kind": kind, "round": rnd, "group": page.group,
                                       "origin": page.origin, "html": page.html}) + "\n")
     finally:
         for h in handles + [sidecar]:
             h.close()
     paths = sorted(folder.glob("crawl-*.warc.gz"))
     return {**stats, "records": docs, "html_records": html, "by_kind": kinds, "pool": len(pool),
+            "variants": copies[1], "repeats_unchanged": copies[0],
             "files": [str(p) for p in paths], "bytes": sum(p.stat().st_size for p in paths)}

@@ -177,6 +177,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=5000, help="response records in the input")
     ap.add_argument("--files", type=int, default=2, help="WARC files (= tasks on both sides)")
+    ap.add_argument("--start", type=int, default=0, help="first record of the input's sequence (e.g. past the "
+                    "pool of real pages, ~4,860 records: later rounds' variants only; e2e_input.py)")
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     ap.add_argument("--repeats", type=int, default=1, help="runs per side and worker count; the fastest counts")
     ap.add_argument("--work", help="work folder (default: a new temporary folder, deleted at the end)")
@@ -201,11 +203,13 @@ def main() -> int:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cm-e2e-"))
     try:
         warc_dir = work / "input"
-        summary = e2e_input.write_warcs(warc_dir, docs=args.docs, files=args.files)
+        summary = e2e_input.write_warcs(warc_dir, docs=args.docs, files=args.files, start=args.start)
         print(f"input: {summary['records']:,} response records ({summary['html_records']:,} HTML) in "
               f"{len(summary['files'])} WARC files, {summary['bytes'] / 1e6:.0f} MB; pool {summary['pool']:,}: "
               f"{summary['originals']:,} real pages, {summary['exact_duplicates']} exact and "
-              f"{summary['near_duplicates']} near duplicates; by kind {summary['by_kind']}; URLs made from a "
+              f"{summary['near_duplicates']} near duplicates; by kind {summary['by_kind']}; past the pool "
+              f"{summary['variants']:,} distinct variants and {summary['repeats_unchanged']:,} unchanged repeats; "
+              f"URLs made from a "
               f"domain field {summary['urls_from_domain']}, from the set name {summary['synthesized_urls']}")
         print("datatrove run offline with: " + "; ".join(e2e_peer.SUBSTITUTIONS))
         print(f"machine: {os.cpu_count()} cores, load average now {os.getloadavg()[0]:.1f}")

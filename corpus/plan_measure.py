@@ -72,6 +72,10 @@ class Sample:
     driver_build_peak_bytes: int = 0
     id_bytes: float = 0.0
     worker_start_seconds: float = 0.0  # CPU of one pool worker's start (fork, copy on write of what it touches)
+    # cache entries (CIDERMILL_CACHE) this process wrote: the measurement paid for building them (the first use
+    # on a machine), and its driver start, global builds' fixed parts and driver memory include that work, which
+    # a run after it does not pay (it reads them)
+    cold_caches: list[str] = field(default_factory=list)
 
 
 def _rss() -> int:
@@ -339,4 +343,31 @@ def measure(pipeline, sample: InputFile) -> Sample:
         ids = table.column("id").combine_chunks() if "id" in table.schema.names else pa.array([], pa.string())
     server, worker = startup_seconds(modules)
     return Sample(out, sample.location.size(), batches, driver_seconds, server, floor, build_peak,
-                  id_check_bytes(ids), worker)
+                  id_check_bytes(ids), worker, cold_caches=caches_written_by_this_process())
+
+
+def caches_written_by_this_process() -> list[str]:
+    """Entries under CIDERMILL_CACHE (two levels: the cache, its files) modified since this process started
+    (Linux: its start time from /proc; elsewhere nothing is reported)."""
+    import os
+    from pathlib import Path
+
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return []
+    started = boot + ticks / os.sysconf("SC_CLK_TCK") - 1.0  # btime is whole seconds
+    base = Path(os.environ.get("CIDERMILL_CACHE", Path.home() / ".cache" / "cidermill"))
+    if not base.is_dir():
+        return []
+    found = set()
+    for d in base.iterdir():
+        for f in d.iterdir() if d.is_dir() else [d]:
+            try:
+                if f.stat().st_mtime >= started:
+                    found.add(d.name)
+            except OSError:
+                pass
+    return sorted(found)

@@ -3,15 +3,16 @@
 Every shard a task writes is hashed (the manifest records it), and so is every input a task reads
 (its marker records it; issue 35). Done after the fact, both cost a second pass over the bytes on the
 task's own thread: ~0.04 s of a 0.7 s identity copy of 30 MB (issue 44). `HashingSink` hashes each
-piece as the Parquet writer hands it over, in a thread of its own (hashlib releases the GIL for
-pieces over 2 KiB) where a core is free for it, else on the writer's own thread, so the digest is ready when
-the file closes and the file is never read back; `in_background` lets a reader hash an input that it does
-not stream while it decodes it.
+piece as the Parquet writer hands it over, in a helper thread (hashlib releases the GIL for pieces
+over 2 KiB; the threads are started once per process and reused) where a core is free for it, else on the
+writer's own thread, so the digest is ready when the file closes and the file is never read back;
+`in_background` lets a reader hash an input that it does not stream while it decodes it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import threading
 from typing import Any, Callable
@@ -19,21 +20,68 @@ from typing import Any, Callable
 _END = object()
 
 
+class _Threads:
+    """This process's helper threads, started once and reused: a job goes to an idle thread, else to a new one,
+    so a job never waits behind another (a sink's loop runs until its file closes) and no two jobs need each
+    other. Starting a thread waits until the new thread has run; on a loaded machine that took ~15 ms, and a
+    one-worker run of four inputs started nine (two per task and one per run): ~0.14 s of wall time per run in
+    `executor_overhead.py` at load 3.5 (issue 44). Daemon threads, as before: a job that never ends (a sink
+    never closed after an error) must not hold the process at exit."""
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no submitted job has claimed yet
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        if spawn:
+            threading.Thread(target=self._loop, daemon=True, name="cidermill-helper").start()
+        self._jobs.put(fn)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()  # every job hands its own errors to its caller (below); this keeps the thread alive
+            except BaseException:
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_threads = _Threads()
+
+
+def _after_fork() -> None:  # a forked child has none of its parent's threads
+    global _threads
+    _threads = _Threads()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def in_background(fn: Callable[[], Any], *, name: str = "background") -> Callable[[], Any]:
-    """fn() started in a thread now; the returned callable waits for its result (re-raising its error)."""
+    """fn() started in a helper thread now; the returned callable waits for its result (re-raising its error).
+    `name` says what the job is (kept for callers; the threads are shared)."""
     box: dict = {}
+    done = threading.Event()
 
     def target():
         try:
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=target, daemon=True, name=name)
-    thread.start()
+    _threads.submit(target)
 
     def result():
-        thread.join()
+        done.wait()
         if "error" in box:
             raise box["error"]
         return box["value"]
@@ -62,20 +110,23 @@ class HashingSink:
         self._error: BaseException | None = None
         self._batch: list[bytes] = []
         self._batch_bytes = 0
-        self._thread = None
+        self._done: threading.Event | None = None  # set once the hashing job has taken its last piece
         if threaded:
-            self._thread = threading.Thread(target=self._hash, daemon=True, name="shard-sha256")
-            self._thread.start()
+            self._done = threading.Event()
+            _threads.submit(self._hash)
         self.closed = False
 
     def _hash(self) -> None:
-        while (pieces := self._queue.get()) is not _END:
-            if self._error is None:
-                try:
-                    for piece in pieces:
-                        self._sha.update(piece)
-                except BaseException as exc:  # reported by digest(); keep draining so write() never blocks
-                    self._error = exc
+        try:
+            while (pieces := self._queue.get()) is not _END:
+                if self._error is None:
+                    try:
+                        for piece in pieces:
+                            self._sha.update(piece)
+                    except BaseException as exc:  # reported by digest(); keep draining so write() never blocks
+                        self._error = exc
+        finally:
+            self._done.set()
 
     def writable(self) -> bool:
         return True
@@ -87,7 +138,7 @@ class HashingSink:
             data = bytes(memoryview(data).cast("B"))
         self._raw.write(data)
         self._n += len(data)
-        if self._thread is None:
+        if self._done is None:
             self._sha.update(data)
             return len(data)
         self._batch.append(data)
@@ -118,10 +169,10 @@ class HashingSink:
         try:
             self._raw.close()
         finally:
-            if self._thread is not None:
+            if self._done is not None:
                 self._hand_over()
                 self._queue.put(_END)
-                self._thread.join()
+                self._done.wait()
 
     def digest(self) -> tuple[str, int]:
         """(hex sha256, byte count) of everything written; only after `close()`."""

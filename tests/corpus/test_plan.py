@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from manifests.main import main
-from corpus.plan import PassCost, Sample, StageCost, bootstrap, project, with_interval
+from corpus.plan import CHECKED_MISS, PassCost, Sample, StageCost, bootstrap, project, with_interval
 from manifests.config import parse_size
 from manifests.errors import ConfigError
 
@@ -90,6 +90,36 @@ def test_plan_command_measures_a_sample_and_prints_every_stage(tmp_path, c4_docs
     line = next(x for x in out.splitlines() if " exact_dedup_v1 " in x)
     assert " 80.0% " in line  # 20 of 100 rows were copies
     assert "pass 1: output shards" in out and "driver memory:" in out and "total CPU:" in out
-    assert "90%:" in out  # the plan says how sure it is
+    assert "90%:" in out  # the plan says how sure it is: the sample's variation, and the misses of checked runs
+    assert "with the misses of checked runs:" in out and "uncertainty: " in out
     assert "bounded by: " in out
     assert main(["corpus", "plan", str(cfg), "--input-bytes", "1TB", "--nodes", "0", "--cores-per-node", "1"]) == 2
+
+
+def test_the_expected_range_is_the_interval_widened_by_the_checked_misses():
+    s = _sample()
+    s.batches = [(10, 1.0 + (i % 5), 100 * (1 + i % 3)) for i in range(40)]
+    plan = with_interval(s, input_bytes=1e12, nodes=10, cores=10, node_gbps=8.0, task_bytes=1e9)
+    for key, (below, above) in CHECKED_MISS.items():
+        lo, hi = plan[f"{key}_interval"]
+        assert plan[f"{key}_expected"] == pytest.approx((lo * (1 + min(below, 0)), hi * (1 + max(above, 0))))
+
+
+def test_cache_entries_written_since_the_process_started_are_reported_as_cold(tmp_path, monkeypatch):
+    import os
+    import time
+
+    from corpus.plan_measure import caches_written_by_this_process
+
+    monkeypatch.setenv("CIDERMILL_CACHE", str(tmp_path))
+    assert caches_written_by_this_process() == []
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "entry.npz").write_bytes(b"x")
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "entry.npz").write_bytes(b"x")
+    past = time.time() - 10 * 24 * 3600  # before this test process started
+    os.utime(tmp_path / "old" / "entry.npz", (past, past))
+    if not os.path.exists("/proc/self/stat"):
+        assert caches_written_by_this_process() == []
+    else:
+        assert caches_written_by_this_process() == ["new"]

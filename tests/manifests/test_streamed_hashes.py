@@ -93,3 +93,46 @@ def test_in_background_hands_back_the_value_or_the_error():
 
     with pytest.raises(KeyError, match="no"):
         in_background(boom)()
+
+
+def _helpers() -> int:
+    import threading
+
+    return sum(t.name == "cidermill-helper" for t in threading.enumerate())
+
+
+def test_helper_threads_are_reused_and_a_job_never_waits_behind_another(tmp_path):
+    # a sink's job runs until its file closes: two open sinks and an input hash at once need three threads,
+    # and those threads are reused afterwards instead of a new one per job
+    fs = pafs.LocalFileSystem()
+    for round_ in range(5):
+        sinks = [HashingSink(fs.open_output_stream(str(tmp_path / f"{round_}-{i}.bin"))) for i in range(2)]
+        for s in sinks:
+            s.write(b"x" * 3_000_000)  # past a hand-over: the job is busy with it
+        assert in_background(lambda: 6 * 7)() == 42  # with both sinks still open
+        for i, s in enumerate(sinks):
+            s.close()
+            assert s.digest() == (hashlib.sha256(b"x" * 3_000_000).hexdigest(), 3_000_000)
+        assert _helpers() <= 3
+    before = _helpers()
+    for _ in range(20):
+        assert in_background(lambda: 1)() == 1
+    assert _helpers() == before
+
+
+def test_a_forked_child_starts_helper_threads_of_its_own(tmp_path):
+    import multiprocessing as mp
+
+    assert in_background(lambda: 1)() == 1  # the parent has helper threads now; the child has none of them
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        # without a fresh set of helper threads the child's jobs would wait for threads it does not have
+        got = pool.apply_async(_hash_in_child, (str(tmp_path / "child.bin"),)).get(timeout=60)
+    assert got == hashlib.sha256(b"y" * 5000).hexdigest()
+
+
+def _hash_in_child(path: str) -> str:
+    sink = HashingSink(pafs.LocalFileSystem().open_output_stream(path))
+    sink.write(b"y" * 5000)
+    sink.close()
+    return in_background(lambda: sink.digest()[0])()
