@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -63,17 +65,36 @@ def well_formed(index: NgramIndex, names: list[str], *, min_n: int, max_n: int) 
                                       and index.item_benchmark.max() < len(index.benchmarks))))
 
 
+@dataclass(frozen=True)
+class CacheEntry:
+    """The cache file an index was read from or stored to, and which file it was (inode, size, mtime): a cache
+    entry is only ever replaced, never written in place, so another process that opens `path` and finds the
+    same identity reads the very bytes this process read or wrote."""
+    path: Path
+    identity: tuple[int, int, int]
+
+    def matches(self, fd: int) -> bool:
+        return _identity(os.fstat(fd)) == self.identity
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def cached_index(names: list[str], folder: Path | None, *, min_n: int, max_n: int,
-                 build: Callable[[], NgramIndex]) -> tuple[NgramIndex, bytes]:
-    """(index, its `.npz` bytes): read from the cache when a valid entry exists, else `build()` and cache it."""
+                 build: Callable[[], NgramIndex]) -> tuple[NgramIndex, bytes, CacheEntry | None]:
+    """(index, its `.npz` bytes, the cache entry holding exactly those bytes or None when the cache could not
+    be written): read from the cache when a valid entry exists, else `build()` and cache it."""
     from ..code.paths import cache_dir, store_cache_entry
 
     path = cache_dir("decontam-index") / f"{cache_key(names, folder, min_n=min_n, max_n=max_n)}.npz"
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            entry = CacheEntry(path, _identity(os.fstat(f.fileno())))
+            data = f.read()
         index = NgramIndex.from_bytes(data)
         if well_formed(index, names, min_n=min_n, max_n=max_n):
-            return index, data
+            return index, data, entry
         log.warning("decontam index cache %s is not a valid index of %s; building it again", path, ", ".join(names))
     except FileNotFoundError:
         pass
@@ -81,5 +102,30 @@ def cached_index(names: list[str], folder: Path | None, *, min_n: int, max_n: in
         log.warning("decontam index cache %s is unreadable (%s); building it again", path, exc)
     index = build()
     data = index.to_bytes()
-    store_cache_entry(path, lambda tmp: tmp.write_bytes(data))
-    return index, data
+    stored: list[CacheEntry] = []
+
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        stored.append(CacheEntry(path, _identity(tmp.stat())))  # os.replace keeps the inode and times
+
+    store_cache_entry(path, write)
+    try:  # stored, and not replaced since (by a concurrent run's own build of the same index)
+        entry = stored[0] if stored and _identity(path.stat()) == stored[0].identity else None
+    except OSError:
+        entry = None
+    return index, data, entry
+
+
+def read_entry(entry: CacheEntry, names: list[str], *, min_n: int, max_n: int) -> NgramIndex | None:
+    """The index in `entry`, for another process of the same run: None when the file is gone, replaced since
+    the driver read it (another identity), or does not read back as a valid index of `names`."""
+    try:
+        with open(entry.path, "rb") as f:
+            if not entry.matches(f.fileno()):
+                return None
+            data = f.read()
+        index = NgramIndex.from_bytes(data)
+    except Exception as exc:  # noqa: BLE001 -- missing, truncated: the caller reads through the cache again
+        log.warning("decontam index cache %s could not be read (%s)", entry.path, exc)
+        return None
+    return index if well_formed(index, names, min_n=min_n, max_n=max_n) else None

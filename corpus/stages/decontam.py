@@ -3,8 +3,10 @@
 build (through the executor's TaskMap; every file on the storage filesystem under
 `<workdir>/decontam/`, so an `s3://` root works; the driver holds the index and counts only):
   1. the driver loads the benchmarks (corpus/decontam/benchmarks.py) and builds the n-gram index
-     (corpus/decontam/index.py), saves it as `index.npz` and broadcasts it once
-     (`TaskMap.broadcast`: Ray's object store on Ray; locally each worker process loads it once);
+     (corpus/decontam/index.py), or reads it from CIDERMILL_CACHE, and broadcasts it once
+     (`TaskMap.broadcast`: Ray's object store on Ray; locally each worker process reads the cache file
+     itself, checked to be the one the driver read, and only where the cache cannot be written is the
+     index saved as `index.npz` in the work folder);
   2. map over shards: the (document, benchmark n-gram) collisions of its rows, spilled to
      `hits-SSSSS.npz`; the task returns only how many documents hold each colliding n-gram;
   3. the driver sums those counts into one counter per indexed n-gram (memory: the index's size,
@@ -34,7 +36,7 @@ from manifests.storage import Location
 from manifests.config import require
 from ..decontam.benchmarks import DEFAULT_BENCHMARKS, READERS, benchmarks_dir, check_available, data_info, load_items
 from ..decontam.index import NgramIndex
-from ..decontam.index_cache import cached_index
+from ..decontam.index_cache import CacheEntry, cached_index, read_entry
 from ..dedup.drops import check_columns, drop_lists_key
 from ..dedup.ngrams import tokenize
 from ..dedup.spill import as_location, iter_batches, load_arrays, read_table, save_arrays, write_table
@@ -64,9 +66,9 @@ class DecontamConfig:
         require(self.batch_rows > 0, f"batch_rows must be > 0; got {self.batch_rows}")
 
 
-def build_index(cfg: DecontamConfig) -> tuple[NgramIndex, bytes]:
-    """(index, its `.npz` bytes); built once per benchmarks' data, settings and code, then read from
-    CIDERMILL_CACHE (corpus/decontam/index_cache.py)."""
+def build_index(cfg: DecontamConfig) -> tuple[NgramIndex, bytes, CacheEntry | None]:
+    """(index, its `.npz` bytes, the cache file holding them or None); built once per benchmarks' data,
+    settings and code, then read from CIDERMILL_CACHE (corpus/decontam/index_cache.py)."""
     folder = benchmarks_dir(cfg.benchmarks_dir)
 
     def build() -> NgramIndex:
@@ -76,6 +78,18 @@ def build_index(cfg: DecontamConfig) -> tuple[NgramIndex, bytes]:
         return NgramIndex.build(items, min_n=cfg.min_n, max_n=cfg.max_n)
 
     return cached_index(list(cfg.benchmarks), folder, min_n=cfg.min_n, max_n=cfg.max_n, build=build)
+
+
+def load_from_cache(location: Location, *, cfg: DecontamConfig, entry: CacheEntry) -> NgramIndex:
+    """A worker's copy of the index the driver broadcast from its cache file (`location` is that file): read
+    when the file is still the one the driver read (same inode, size and time) and a valid index; otherwise
+    (removed, replaced, damaged since) read through the cache again, rebuilt if need be. The cache key covers
+    everything the index is made from and the build is deterministic, so both give the driver's arrays."""
+    index = read_entry(entry, list(cfg.benchmarks), min_n=cfg.min_n, max_n=cfg.max_n)
+    if index is None:
+        log.warning("decontam index cache %s changed during the run; reading through the cache again", location.uri)
+        index = build_index(cfg)[0]
+    return index
 
 
 def _hits_file(outdir: Location, shard: int) -> Location:
@@ -163,10 +177,14 @@ class Decontaminate(GlobalStage):
         shards = [as_location(s) for s in shards]
         outdir = as_location(workdir).join("decontam")
         outdir.mkdir()
-        index, data = build_index(cfg)
-        saved = index.save(outdir.join("index.npz"), data)
+        index, data, entry = build_index(cfg)
         log.info("decontam index: %d n-grams from %d items", index.n_ngrams, len(index.item_ids))
-        shared = tasks.broadcast(index, saved=saved, load=NgramIndex.load)
+        if entry is not None:  # the workers read the cache file itself: no 74 MB copy written (and fsynced) per run
+            saved, load = Location.parse(str(entry.path)), partial(load_from_cache, cfg=cfg, entry=entry)
+        else:  # the cache could not be written: a copy in the run's work folder, as before
+            saved, load = index.save(outdir.join("index.npz"), data), NgramIndex.load
+        del data
+        shared = tasks.broadcast(index, saved=saved, load=load)
         counts = tasks.map(partial(collisions_shard, cfg=cfg, index=shared, outdir=outdir), list(enumerate(shards)))
         common = common_ngrams(index, counts, cfg.common_threshold)
         del counts
