@@ -14,6 +14,9 @@ prompts are used for the printed figures only.
   win rate = share of prompts where the RM scores the DPO answer higher (ties ½), with a Wilson interval.
   `--rm none` skips the generation and the judge (the implicit-reward figures only); `--sft base` starts from the
   imported base itself (SmolLM2-135M-Instruct is already instruction-tuned; say so where the figure is used).
+- `--confirm`: the test pairs after the first `--test-max` (never printed by a run without it) are scored too, as
+  a confirmation set reported on its own: a result first seen on the first `--test-max` pairs is confirmed only
+  if that set's Wilson interval lies above 0.5 by itself.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def main() -> int:
     p.add_argument("--save-every", type=int, default=20)
     p.add_argument("--dev-max", type=int, default=60)
     p.add_argument("--test-max", type=int, default=150)
+    p.add_argument("--confirm", action="store_true",
+                   help="also score the test pairs after the first --test-max, reported as a separate set")
     p.add_argument("--prompts", type=int, default=60)
     p.add_argument("--max-new", type=int, default=96)
     args = p.parse_args()
@@ -103,7 +108,9 @@ def main() -> int:
         "out_dir": str(work / "dpo" / name), "log_every": 10, "seed": 0}, where="real_dpo")
     tokenizer = load_tokenizer(cfg.tokenizer)
     dev_items = pair_items(cfg, files["dev"], tokenizer)[: args.dev_max]
-    test_items = pair_items(cfg, files["test"], tokenizer)[: args.test_max]
+    all_test = pair_items(cfg, files["test"], tokenizer)
+    test_items = all_test[: args.test_max]
+    confirm_items = all_test[args.test_max:] if args.confirm else []
     result = train_dpo(cfg)
     clock.mark("dpo training")
 
@@ -120,6 +127,7 @@ def main() -> int:
     policy = build_gpt(dataclasses.replace(cfg, trainable_layers=0), init_from=chosen).eval()
     acc, margin = implicit_accuracy(cfg, policy, reference, test_items, tokenizer.pad_id)
     n = len(test_items)
+    confirm = implicit_accuracy(cfg, policy, reference, confirm_items, tokenizer.pad_id) if confirm_items else None
     clock.mark("implicit reward")
     del policy, reference
 
@@ -131,6 +139,11 @@ def main() -> int:
     lo, hi = wilson(acc * n, n)
     print(f"| implicit-reward accuracy, {n} test pairs | 0.500 (margin 0 by construction) | {acc:.3f} "
           f"({lo:.3f}-{hi:.3f}), mean margin {margin:+.3f} |")
+    if confirm:
+        m = len(confirm_items)
+        clo, chi = wilson(confirm[0] * m, m)
+        print(f"| implicit-reward accuracy, {m} confirmation test pairs (after the first {n}) | 0.500 | "
+              f"{confirm[0]:.3f} ({clo:.3f}-{chi:.3f}), mean margin {confirm[1]:+.3f} |")
     if judged:
         k, wins, r_sft, r_dpo = judged["k"], judged["wins"], judged["rm_sft"], judged["rm_dpo"]
         wl, wh = wilson(wins, k)
@@ -142,6 +155,8 @@ def main() -> int:
     print(f"timings (s): {json.dumps({k: round(v) for k, v in clock.marks.items()})}; end: {load_line()}")
     (work / "dpo" / f"{name}-result.json").write_text(json.dumps({
         "args": vars(args), "chosen": chosen, "dev": dev, "implicit_accuracy": acc, "margin": margin,
+        "confirm": None if confirm is None else {"pairs": len(confirm_items), "accuracy": confirm[0],
+                                                  "margin": confirm[1]},
         "judge": judged, "timings": clock.marks}, indent=1))
     return 0
 
