@@ -347,23 +347,14 @@ def measure(pipeline, sample: InputFile) -> Sample:
 
 
 def caches_written_by_this_process() -> list[str]:
-    """Entries under CIDERMILL_CACHE (two levels: the cache, its files) modified since this process started
-    (Linux: its start time from /proc; elsewhere nothing is reported)."""
-    import os
-    from pathlib import Path
+    """Entries under CIDERMILL_CACHE (two levels: the cache, its files) modified since this process started."""
+    import psutil
 
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return []
-    started = boot + ticks / os.sysconf("SC_CLK_TCK") - 1.0  # btime is whole seconds
-    base = Path(os.environ.get("CIDERMILL_CACHE", Path.home() / ".cache" / "cidermill"))
-    if not base.is_dir():
-        return []
+    from .code.paths import cache_dir
+
+    started = psutil.Process().create_time() - 1.0  # the start time is rounded to the clock's ticks
     found = set()
-    for d in base.iterdir():
+    for d in cache_dir().iterdir():
         for f in d.iterdir() if d.is_dir() else [d]:
             try:
                 if f.stat().st_mtime >= started:
