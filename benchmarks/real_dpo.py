@@ -44,6 +44,8 @@ def judge(args, sft: str, chosen: str, rm: str | None, prompts: list, clock: Clo
     """Greedy answers of the SFT and the DPO model to `prompts`, scored by the RM; None without an RM."""
     if rm is None:
         return None
+    if callable(rm):
+        rm = rm()
     from training.rewards.model import RewardModelScorer
 
     sft_answers, sft_ended = generate(sft, prompts, max_new_tokens=args.max_new)
@@ -94,7 +96,8 @@ def main() -> int:
     print(f"start: {load_line()}", flush=True)
     base = base_checkpoint(work)
     sft = str(base) if args.sft == "base" else args.sft or (work / "sft" / "chosen").read_text().strip()
-    rm = None if args.rm == "none" else args.rm or (work / "rm" / "chosen").read_text().strip()
+    # read when judging, so a reward model still training in the same work folder can be used
+    rm = None if args.rm == "none" else args.rm or (lambda: (work / "rm" / "chosen").read_text().strip())
     files = {part: [(f, p) for f, p in v if f == "hh_rlhf"] for part, v in split_files(work).items()}
     name = f"real-{args.loss}"
     cfg = from_dict({

@@ -279,7 +279,7 @@ def drop_by_reason(
         raise RuntimeError(f"{stage_name}: returned {len(reasons)} reasons for {table.num_rows} rows")
     reasons = pa.array(reasons, type=pa.string()) if not isinstance(reasons, (pa.Array, pa.ChunkedArray)) else reasons
     keep = pc.is_null(reasons)
-    kept = table.filter(keep)
+    kept = table if reasons.null_count == len(reasons) else table.filter(keep)  # no copy when nothing drops
     dropped_mask = pc.invert(keep)
     dropped = {}
     rejects = None

