@@ -187,6 +187,20 @@ class Progress:
             bar.close()
 
 
+def _wait_for_markers(specs: list[TaskSpec], *, raising: bool) -> None:
+    """Wait for every deferred marker write; the first failure is raised (after all have finished) if `raising`."""
+    first = None
+    for spec in specs:
+        if spec.marker_written is not None:
+            try:
+                spec.marker_written()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, once every write has ended
+                first = first or exc
+            spec.marker_written = None
+    if first is not None and raising:
+        raise first
+
+
 class LocalExecutor(Executor):
     kind = "local"
 
@@ -208,13 +222,20 @@ class LocalExecutor(Executor):
             def put(self, msg):
                 progress.update(*msg)
 
-        # one task at a time: any other core can take its hashing (task.py, `spare_cores`)
+        # one task at a time: any other core can take its hashing (task.py, `spare_cores`), and each task's
+        # marker is written while the next task runs (`defer_marker`); all are on disk before this returns
         spare = (os.cpu_count() or 1) > 1
         results = []
-        for spec in specs:
-            spec.spare_cores = spare
-            spec.progress = _Direct() if progress.bars else None
-            results.append(run_task(spec))  # retries happen inside the task (task.py)
+        try:
+            for spec in specs:
+                spec.spare_cores = spare
+                spec.defer_marker = True
+                spec.progress = _Direct() if progress.bars else None
+                results.append(run_task(spec))  # retries happen inside the task (task.py)
+        except BaseException:
+            _wait_for_markers(specs, raising=False)  # the error that stopped the pass is the one to report
+            raise
+        _wait_for_markers(specs, raising=True)
         return results
 
     def _run_pool(self, specs: list[TaskSpec], workers: int, progress: Progress) -> list[TaskResult]:

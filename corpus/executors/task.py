@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from manifests.errors import FatalError, RecordError, RetryableError, ShardError
+from manifests.hashing import in_background
 from manifests.manifest import ShardInfo, StageStats
 from manifests.shards import ShardWriter
 from manifests.storage import Location
@@ -71,6 +72,12 @@ class TaskSpec:
     # cores are free beside this task (one local worker on a bigger machine): hash the input and the shards in
     # threads beside the decoding and encoding (manifests/hashing.py); the same hashes either way
     spare_cores: bool = False
+    # tasks run one after another in this process (one local worker): the marker is written (its bytes and the
+    # directory fsynced, which on most file systems waits for the task's shards to reach the disk too) in a
+    # helper thread while the next task runs; the executor waits for every one (`marker_written`) before the
+    # pass's results are used. A crash before a marker is on disk re-runs that task, as before.
+    defer_marker: bool = False
+    marker_written: Any = None  # set when `defer_marker`: waits for the marker's write, re-raising its error
 
     @property
     def prefix(self) -> str:
@@ -386,7 +393,11 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
         input_sha256=digest.sha256, context=spec.context,
     )
     _check_owner(spec)
-    write_marker(spec.marker, result.to_json(), what=f"task {spec.index} (input {spec.input.key})")
+    payload, what = result.to_json(), f"task {spec.index} (input {spec.input.key})"
+    if spec.defer_marker:
+        spec.marker_written = in_background(lambda: write_marker(spec.marker, payload, what=what), name="marker")
+    else:
+        write_marker(spec.marker, payload, what=what)
     return result
 
 

@@ -262,3 +262,45 @@ def test_markers_record_the_input_hash_they_were_made_from(tmp_path, monkeypatch
     assert json.loads(marker.read_text())["input_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     root = tmp_path / "root"
     assert not list(root.glob("docs/*." + MANIFEST_NAME)) and not list(root.glob("docs/*/" + MANIFEST_NAME))
+
+
+def test_a_marker_that_cannot_be_written_fails_the_run_after_the_others_are_on_disk(tmp_path, monkeypatch):
+    """One local worker writes each task's marker while the next task runs: a marker write that fails (a full
+    disk) still fails the run, naming the task, once every other marker is written; the resume reuses those."""
+    import errno
+
+    from manifests.storage import Location
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k in range(3):
+        write_jsonl(folder / f"part-{k}.jsonl", _docs(f"file{k}", 4))
+    cfg = _cfg(folder, tmp_path / "root", stages=[{"text_length_v1": {"min_chars": 10}}])
+    real = Location.write_bytes_atomic
+
+    def full_disk_on_marker_1(self, data):
+        if self.path.endswith("pass-0/tasks/00001.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Location, "write_bytes_atomic", full_disk_on_marker_1)
+    with pytest.raises(FatalError, match=r"task 1 \(input part-1.jsonl\): cannot write its marker: .*No space left"):
+        run_pipeline(load_pipeline(cfg), progress=False)
+    markers = sorted(p.name for p in (tmp_path / "root" / ".staging").glob("*/pass-0/tasks/*.json"))
+    assert markers == ["00000.json", "00002.json"]
+    monkeypatch.setattr(Location, "write_bytes_atomic", real)
+
+    import corpus.executors.task as task_module
+
+    reused = []
+    real_completed = task_module._completed
+
+    def recording(spec):
+        done = real_completed(spec)
+        reused.append((spec.index, done is not None))
+        return done
+
+    monkeypatch.setattr(task_module, "_completed", recording)
+    version = run_pipeline(load_pipeline(cfg), progress=False).version
+    assert sorted(_texts(version)) == sorted(d["text"] for k in range(3) for d in _docs(f"file{k}", 4))
+    assert reused == [(0, True), (1, False), (2, True)]
