@@ -90,11 +90,19 @@ class ShardWriter:
         return max(1, min(self.row_group_rows, self.target_bytes // per_row))
 
     def _flush_group(self, n_rows: int) -> None:
-        combined = pa.concat_tables(self._pending).combine_chunks()
-        group, rest = combined.slice(0, n_rows), combined.slice(n_rows)
-        self._pending = [rest] if rest.num_rows else []
-        self._pending_bytes = self._pending_bytes * rest.num_rows // max(self._pending_rows, 1)
-        self._pending_rows = rest.num_rows
+        first = self._pending[0]
+        if first.num_rows >= n_rows and all(c.num_chunks == 1 for c in first.columns):
+            # the group lies in one contiguous table: a slice of it, no copy (the same bytes written: one chunk
+            # per column either way)
+            group, rest = first.slice(0, n_rows), first.slice(n_rows)
+            self._pending = ([rest] if rest.num_rows else []) + self._pending[1:]
+        else:
+            combined = pa.concat_tables(self._pending).combine_chunks()
+            group, rest = combined.slice(0, n_rows), combined.slice(n_rows)
+            self._pending = [rest] if rest.num_rows else []
+        rest_rows = self._pending_rows - n_rows
+        self._pending_bytes = self._pending_bytes * rest_rows // max(self._pending_rows, 1)
+        self._pending_rows = rest_rows
         if self._writer is None:
             self._open()
         self._writer.write_table(group, row_group_size=n_rows)

@@ -136,3 +136,28 @@ def _hash_in_child(path: str) -> str:
     sink.write(b"y" * 5000)
     sink.close()
     return in_background(lambda: sink.digest()[0])()
+
+
+@pytest.mark.parametrize("sizes", [[256, 512, 256], [100, 37, 300, 1, 250], [1024], [3, 3, 3, 1000]])
+def test_shard_bytes_do_not_depend_on_how_the_rows_arrive(tmp_path, sizes):
+    """Row groups cut from one incoming table are slices of it (no copy); groups spanning tables are combined
+    first. Either way the file is byte for byte the one written from all rows as one contiguous table, in
+    groups of the same size (an independent reference, written here with pyarrow's writer alone)."""
+    from manifests.shards import write_options
+
+    rows = _table(sum(sizes))
+    batches, at = [], 0
+    for n in sizes:  # the second of each pair arrives as a two-chunk table
+        part = rows.slice(at, n)
+        batches.append(pa.concat_tables([part.slice(0, n // 2), part.slice(n // 2)]) if len(batches) % 2 else part)
+        at += n
+    w = ShardWriter(Location.parse(str(tmp_path / "ours")), "part-00000", target_bytes=1 << 30, row_group_rows=128)
+    for b in batches:
+        w.write(b)
+    [info] = w.close()
+    reference = tmp_path / "reference.parquet"
+    whole = rows.combine_chunks()
+    with pq.ParquetWriter(str(reference), whole.schema, **write_options()) as ref:
+        for start in range(0, whole.num_rows, 128):
+            ref.write_table(whole.slice(start, 128).combine_chunks(), row_group_size=128)
+    assert info.sha256 == _sha(reference)
