@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from ..stage import Shared, StoredShared, TaskMap
 from .base import Executor
-from .task import TaskResult, TaskSpec, run_task
+from .task import TaskResult, TaskSpec, defer_marker_write, run_task
 
 log = logging.getLogger("cidermill.local")
 
@@ -255,6 +255,7 @@ class LocalExecutor(Executor):
                     spec.progress = q
                     spec.owner_pid = os.getpid()
                     spec.spare_cores = workers < (os.cpu_count() or 1)
+                    spec.marker_by_caller = True  # written here, beside the workers (task.py)
                     pending[pool.submit(run_task, spec)] = spec
                 while pending:
                     done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
@@ -262,15 +263,22 @@ class LocalExecutor(Executor):
                     for fut in done:
                         spec = pending.pop(fut)
                         try:
-                            results[spec.index] = fut.result()  # retried inside the task (task.py)
+                            result = fut.result()  # retried inside the task (task.py)
                         except BaseException:
                             for other in pending:
                                 other.cancel()
                             raise
+                        results[spec.index] = result
+                        if not result.resumed:  # a resumed task's marker is already on disk
+                            defer_marker_write(spec, result)
                 self._drain(q, progress)
+        except BaseException:
+            _wait_for_markers(specs, raising=False)  # the error that stopped the pass is the one to report
+            raise
         finally:
             if manager is not None:
                 manager.shutdown()
+        _wait_for_markers(specs, raising=True)
         return [results[s.index] for s in specs]
 
     @staticmethod

@@ -78,6 +78,11 @@ class TaskSpec:
     # pass's results are used. A crash before a marker is on disk re-runs that task, as before.
     defer_marker: bool = False
     marker_written: Any = None  # set when `defer_marker`: waits for the marker's write, re-raising its error
+    # the task runs in a local pool's worker: it returns its result without writing the marker, and the run
+    # writes it in a helper thread as the result arrives (`defer_marker_write`), so the worker goes straight on
+    # to its next task instead of waiting for its shards to reach the disk. As above, a crash before a marker
+    # is on disk re-runs that task; the run waits for every marker before the pass's results are used.
+    marker_by_caller: bool = False
 
     @property
     def prefix(self) -> str:
@@ -393,12 +398,23 @@ def _run_task_once(spec: TaskSpec) -> TaskResult:
         input_sha256=digest.sha256, context=spec.context,
     )
     _check_owner(spec)
-    payload, what = result.to_json(), f"task {spec.index} (input {spec.input.key})"
+    if spec.marker_by_caller:
+        return result
     if spec.defer_marker:
-        spec.marker_written = in_background(lambda: write_marker(spec.marker, payload, what=what), name="marker")
+        defer_marker_write(spec, result)
     else:
-        write_marker(spec.marker, payload, what=what)
+        write_marker(spec.marker, result.to_json(), what=_marker_what(spec))
     return result
+
+
+def _marker_what(spec: TaskSpec) -> str:
+    return f"task {spec.index} (input {spec.input.key})"
+
+
+def defer_marker_write(spec: TaskSpec, result: TaskResult) -> None:
+    """Write `result`'s marker in a helper thread; `spec.marker_written()` waits for it, re-raising its error."""
+    payload, what = result.to_json(), _marker_what(spec)
+    spec.marker_written = in_background(lambda: write_marker(spec.marker, payload, what=what), name="marker")
 
 
 def _save_traceback(spec: TaskSpec) -> str | None:

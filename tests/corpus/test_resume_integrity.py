@@ -264,9 +264,11 @@ def test_markers_record_the_input_hash_they_were_made_from(tmp_path, monkeypatch
     assert not list(root.glob("docs/*." + MANIFEST_NAME)) and not list(root.glob("docs/*/" + MANIFEST_NAME))
 
 
-def test_a_marker_that_cannot_be_written_fails_the_run_after_the_others_are_on_disk(tmp_path, monkeypatch):
-    """One local worker writes each task's marker while the next task runs: a marker write that fails (a full
-    disk) still fails the run, naming the task, once every other marker is written; the resume reuses those."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_marker_that_cannot_be_written_fails_the_run_after_the_others_are_on_disk(tmp_path, monkeypatch, workers):
+    """Markers are written beside the work (one local worker: while the next task runs; a pool: by the run, as
+    each result arrives): a marker write that fails (a full disk) still fails the run, naming the task, once every
+    other marker is written; the resume reuses those."""
     import errno
 
     from manifests.storage import Location
@@ -275,7 +277,8 @@ def test_a_marker_that_cannot_be_written_fails_the_run_after_the_others_are_on_d
     folder.mkdir()
     for k in range(3):
         write_jsonl(folder / f"part-{k}.jsonl", _docs(f"file{k}", 4))
-    cfg = _cfg(folder, tmp_path / "root", stages=[{"text_length_v1": {"min_chars": 10}}])
+    cfg = _cfg(folder, tmp_path / "root", stages=[{"text_length_v1": {"min_chars": 10}}],
+               executor={"workers": workers})
     real = Location.write_bytes_atomic
 
     def full_disk_on_marker_1(self, data):
@@ -300,7 +303,9 @@ def test_a_marker_that_cannot_be_written_fails_the_run_after_the_others_are_on_d
         reused.append((spec.index, done is not None))
         return done
 
-    monkeypatch.setattr(task_module, "_completed", recording)
-    version = run_pipeline(load_pipeline(cfg), progress=False).version
-    assert sorted(_texts(version)) == sorted(d["text"] for k in range(3) for d in _docs(f"file{k}", 4))
-    assert reused == [(0, True), (1, False), (2, True)]
+    monkeypatch.setattr(task_module, "_completed", recording)  # seen in this process only (one worker)
+    outcome = run_pipeline(load_pipeline(cfg), progress=False)
+    assert sorted(_texts(outcome.version)) == sorted(d["text"] for k in range(3) for d in _docs(f"file{k}", 4))
+    assert (outcome.tasks_run, outcome.tasks_resumed) == (1, 2)
+    if workers == 1:
+        assert reused == [(0, True), (1, False), (2, True)]
