@@ -112,33 +112,65 @@ def predict_prob(texts: list[str]) -> np.ndarray:
         from profanity_check import predict_prob as package_predict_prob
 
         return package_predict_prob(texts)
+    pattern, column, _ = model
+    return _probs(model, [[column[t] for t in pattern.findall(text.lower()) if t in column] for text in texts])
+
+
+_WORD_IDS: dict[str, tuple[int, ...]] = {}  # a word's vocabulary columns, in order (predict_prob_words)
+_WORD_IDS_MAX = 1 << 20
+
+
+def predict_prob_words(blocks: list[list[str]]) -> np.ndarray:
+    """`predict_prob([" ".join(b) for b in blocks])` for blocks of lower-case words without whitespace (as
+    safety_terms.tokens gives them). A joined text's tokens are its words' tokens in order (no token spans the
+    space), so each distinct word is tokenised once per process, not once per occurrence."""
+    model = _model()
+    if model is None:
+        return predict_prob([" ".join(b) for b in blocks])
+    pattern, column, _ = model
+    cache = _WORD_IDS
+    if len(cache) > _WORD_IDS_MAX:
+        cache.clear()
+    ids = []
+    for block in blocks:
+        try:
+            ids.append([j for w in block for j in cache[w]])
+        except KeyError:
+            for w in block:
+                if w not in cache:
+                    cache[w] = tuple(column[t] for t in pattern.findall(w.lower()) if t in column)
+            ids.append([j for w in block for j in cache[w]])
+    return _probs(model, ids)
+
+
+def _probs(model, ids: list[list[int]]) -> np.ndarray:
+    """The probabilities from each text's vocabulary columns, one per token in text order."""
     import scipy.sparse as sp
     from scipy.special import expit
 
-    pattern, column, arrays = model
-    n_features = len(column)
+    _, column, arrays = model
+    n_texts, n_features = len(ids), len(column)
     rows, cols = [], []
-    for i, text in enumerate(texts):
-        ids = [column[t] for t in pattern.findall(text.lower()) if t in column]
-        rows += [i] * len(ids)
-        cols += ids
+    for i, row in enumerate(ids):
+        rows += [i] * len(row)
+        cols += row
     # (row, column) pairs sorted and counted: the CSR matrix of counts with sorted indices (CountVectorizer)
     keys, counts = np.unique(np.array(rows, np.int64) * n_features + np.array(cols, np.int64), return_counts=True)
     indices = (keys % n_features).astype(np.int32)
-    indptr = np.searchsorted(keys // n_features, np.arange(len(texts) + 1), side="left").astype(np.int32)
+    indptr = np.searchsorted(keys // n_features, np.arange(n_texts + 1), side="left").astype(np.int32)
     data = counts.astype(np.float64)
     data *= arrays["idf"][indices]
     # l2 norm per row, summed in index order as scikit-learn's inplace_csr_row_normalize_l2 does (no pairwise sum)
     squares = (data * data).tolist()
     bounds = indptr.tolist()
-    for i in range(len(texts)):
+    for i in range(n_texts):
         total = 0.0
         for v in squares[bounds[i]:bounds[i + 1]]:
             total += v
         if total != 0.0:
             data[bounds[i]:bounds[i + 1]] /= math.sqrt(total)
-    x = sp.csr_array((data, indices, indptr), shape=(len(texts), n_features))
-    mean = np.zeros(len(texts))
+    x = sp.csr_array((data, indices, indptr), shape=(n_texts, n_features))
+    mean = np.zeros(n_texts)
     for coef, intercept, a, b in zip(arrays["coef"], arrays["intercept"], arrays["a"], arrays["b"]):
         scores = (x @ coef.T + intercept).reshape(-1)   # LinearSVC.decision_function
         mean += expit(-(a * scores + b))                # _SigmoidCalibration.predict, P(class 1)

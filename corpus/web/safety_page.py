@@ -46,6 +46,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -221,15 +222,18 @@ def lex_positions(toks: list[str], lex: safety_terms.Lexicon, found: list | None
     for pos, cat, tier in (safety_terms.hits(toks, lex) if found is None else found):
         out[pos, 2 * cat + tier] += 1
         out[pos, EXPLICIT] += tier == 0
-    for col, words in ((CLINICAL, safety_terms.clinical_words()), (HEDGING, safety_terms.hedging_words())):
-        if not words.isdisjoint(toks):
-            out[[i for i, t in enumerate(toks) if t in words], col] = 1
+    clinical, hedging = safety_terms.clinical_words(), safety_terms.hedging_words()
+    either = _either(clinical, hedging)
+    if not either.isdisjoint(toks):
+        at = [i for i, t in enumerate(toks) if t in either]  # one pass over the page for both lists
+        out[[i for i in at if toks[i] in clinical], CLINICAL] = 1
+        out[[i for i in at if toks[i] in hedging], HEDGING] = 1
     return out
 
 
-def block_texts(toks: list[str]) -> list[str]:
-    """The page's BLOCK-word blocks as text, for the peer model."""
-    return [" ".join(toks[i:i + BLOCK]) for i in range(0, len(toks), BLOCK)]
+@lru_cache(maxsize=4)
+def _either(clinical: frozenset, hedging: frozenset) -> frozenset:
+    return clinical | hedging
 
 
 def peer_probs(pages: list[list[str]]) -> list[np.ndarray]:
@@ -237,11 +241,11 @@ def peer_probs(pages: list[list[str]]) -> list[np.ndarray]:
     scikit-learn model trained on ~200k labelled comments, in its PyPI package) is one more general signal;
     it runs once per block over all pages at once, so its cost is one pass over the text. Its probabilities come
     from corpus/web/peer_profanity.py: equal to the package's, without scikit-learn's import in every process."""
-    from .peer_profanity import predict_prob
+    from .peer_profanity import predict_prob_words
 
-    texts = [block_texts(t) for t in pages]
+    texts = [[t[i:i + BLOCK] for i in range(0, len(t), BLOCK)] for t in pages]  # BLOCK-word blocks
     flat = [b for bs in texts for b in bs]
-    probs = predict_prob(flat) if flat else np.zeros(0)
+    probs = predict_prob_words(flat) if flat else np.zeros(0)
     out, at = [], 0
     for toks, bs in zip(pages, texts):
         out.append(np.repeat(probs[at:at + len(bs)], BLOCK)[:len(toks)].astype(np.float64))
@@ -264,34 +268,39 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros((1,) + values.shape[1:], values.dtype), np.cumsum(values, axis=0)])
 
 
-def _window_sums(uni_w: np.ndarray, bi_w: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _prefixes(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np.ndarray, model: PageModel) -> tuple:
+    """Running sums over the page of its word and pair weights, term counts and peer probabilities: a window's
+    sums are then two lookups each. Made once per page, for its windows, its context and its category."""
+    return _prefix(model.uni[ids[0]]), _prefix(model.bi[ids[1]]), _prefix(lexpos), _prefix(peer)
+
+
+def _window_sums(pu: np.ndarray, pb: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Sum of the n-gram weights inside each window [s, e): its words and the pairs wholly inside it."""
-    pu, pb = _prefix(uni_w), _prefix(bi_w)
     return (pu[e] - pu[s]) + (pb[e] - pb[np.minimum(s + 1, e)])
 
 
-def _features(lexpos: np.ndarray, peer: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _features(counts: np.ndarray, mean: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     """[w, N_LEX + 1] per window: log1p of its term counts, the mean peer probability of its words."""
-    counts, mean = _prefix(lexpos), _prefix(peer)
     n = np.maximum(e - s, 1)
     return np.hstack([np.log1p(counts[e] - counts[s]), ((mean[e] - mean[s]) / n)[:, None]])
 
 
 def window_logits(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np.ndarray, model: PageModel,
-                  bounds: np.ndarray) -> np.ndarray:
-    """The logit of each window [start, end) (module docstring)."""
+                  bounds: np.ndarray, *, sums: tuple | None = None) -> np.ndarray:
+    """The logit of each window [start, end) (module docstring). `sums`: the page's `_prefixes`, if made."""
+    pu, pb, counts, mean = sums or _prefixes(ids, lexpos, peer, model)
     s, e = bounds[:, 0], bounds[:, 1]
     n = np.maximum(e - s, 1).astype(np.float64)
-    grams = _window_sums(model.uni[ids[0]], model.bi[ids[1]], s, e)
-    return model.intercept + grams / n + _features(lexpos, peer, s, e) @ model.lex_weight
+    return model.intercept + _window_sums(pu, pb, s, e) / n + _features(counts, mean, s, e) @ model.lex_weight
 
 
 def category_of(ids: tuple[np.ndarray, np.ndarray], lexpos: np.ndarray, peer: np.ndarray, model: PageModel,
-                start: int, end: int) -> str:
+                start: int, end: int, *, sums: tuple | None = None) -> str:
     n = max(end - start, 1)
     uni, bi = ids
+    counts, mean = (sums or _prefixes(ids, lexpos, peer, model))[2:]
     z = model.cat_intercept + (model.cat_uni[uni[start:end]].sum(0) + model.cat_bi[bi[start + 1:end]].sum(0)) / n \
-        + _features(lexpos, peer, np.array([start]), np.array([end]))[0] @ model.cat_lex
+        + _features(counts, mean, np.array([start]), np.array([end]))[0] @ model.cat_lex
     return model.categories[int(np.argmax(z))]
 
 
@@ -320,17 +329,18 @@ def score_tokens(toks: list[str], model: PageModel, lex: safety_terms.Lexicon,
     lexpos = lex_positions(toks, lex) if lexpos is None else lexpos
     peer = peer_probs([toks])[0] if peer is None else peer
     bounds = window_bounds(len(toks))
-    z = window_logits(ids, lexpos, peer, model, bounds)
+    sums = _prefixes(ids, lexpos, peer, model)
+    z = window_logits(ids, lexpos, peer, model, bounds, sums=sums)
     worst = int(np.argmax(z))
     start, end = int(bounds[worst, 0]), int(bounds[worst, 1])
     cs, ce = context_bounds(len(toks), start, end)
     p_window = _sigmoid(z[worst])
     p_context = p_window if (cs, ce) == (start, end) else \
-        _sigmoid(window_logits(ids, lexpos, peer, model, np.array([[cs, ce]], np.int64))[0])
+        _sigmoid(window_logits(ids, lexpos, peer, model, np.array([[cs, ce]], np.int64), sums=sums)[0])
     inside = (bounds[:, 0] >= cs) & (bounds[:, 1] <= ce)  # the worst window is always among them
     share = float(np.mean(z[inside] > 0.0))  # P(unsafe) > 0.5
     return PageScore(math.sqrt(p_window * p_context) * (1.0 + share) / 2.0, start, end,
-                     category_of(ids, lexpos, peer, model, start, end), p_window, p_context, cs, ce, share)
+                     category_of(ids, lexpos, peer, model, start, end, sums=sums), p_window, p_context, cs, ce, share)
 
 
 def top_words(toks: list[str], model: PageModel, start: int, end: int, k: int = 5) -> list[str]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 TERMS_PATH = Path(__file__).resolve().parent / "data" / "safety" / "terms_en.tsv"
 CLINICAL_PATH = TERMS_PATH.with_name("clinical_en.txt")  # clinical and counselling words (safety_page's feature)
 HEDGING_PATH = TERMS_PATH.with_name("hedging_en.txt")  # hedging, advice and supportive words (safety_page's feature, v7)
@@ -127,20 +129,34 @@ def _deobfuscate(token: str, lex: Lexicon) -> str:
     return plain
 
 
-_ODD = re.compile(r"[a-z][0-9@$*!]+[a-z]")  # 0-9@$*! between letters: maybe leetspeak or masking
-_SPELLED_HINT = re.compile(r"[a-z][.\-_][a-z][.\-_][a-z]")  # cheap pre-check for _SPELLED
+def _gates(low: str) -> tuple[bool, bool, bool]:
+    """Whether `low` has (a) a letter, one of .-_, a letter, one of .-_, a letter (the pre-check for _SPELLED),
+    (b) a letter three times in a row (_REPEAT) and (c) a letter, a run of 0-9@$*!, a letter (maybe leetspeak
+    or masking), from one array of its code points. Each as a regex search tries a match at every letter:
+    ~0.5 ms of a 5 KB page's ~3 ms; these are ~0.05 ms together, with the same answers."""
+    c = np.frombuffer(low.encode("utf-32-le", "surrogatepass"), np.uint32)
+    letter = (c >= 97) & (c <= 122)
+    sep = (c == 46) | (c == 45) | (c == 95)
+    spelled = bool((letter[:-4] & sep[1:-3] & letter[2:-2] & sep[3:-1] & letter[4:]).any())
+    repeat = bool((letter[:-2] & (c[:-2] == c[1:-1]) & (c[1:-1] == c[2:])).any())
+    kept = np.flatnonzero(~(((c >= 48) & (c <= 57)) | (c == 64) | (c == 36) | (c == 42) | (c == 33)))
+    gap = np.diff(kept) > 1  # a run of 0-9@$*! between kept[k] and kept[k + 1]
+    odd = bool((letter[kept[:-1][gap]] & letter[kept[1:][gap]]).any())
+    return spelled, repeat, odd
 
 
 def tokens(text: str, lex: Lexicon) -> list[str]:
     """Lower-case word tokens, de-obfuscated: spelled-out words joined (f.u.c.k, s-h-i-t), runs of 3+ letters shortened
     to one, leetspeak and masked spellings of explicit words resolved."""
     low = text.lower()
-    if _SPELLED_HINT.search(low) and _SPELLED.search(low):
+    spelled, repeat, odd = _gates(low)
+    if spelled and _SPELLED.search(low):
         low = _SPELLED.sub(lambda m: re.sub(r"[.\-_]", "", m.group()), low)
-    if _REPEAT.search(low):
-        low = _REPEAT.sub(r"\1", low)
+        _, repeat, odd = _gates(low)
+    if repeat:
+        low = _REPEAT.sub(r"\1", low)  # shortening a run of one letter keeps every letter beside 0-9@$*!: `odd` holds
     toks = _TOKEN.findall(low)
-    if _ODD.search(low):  # only tokens that de-obfuscate to a listed word are replaced
+    if odd:  # only tokens that de-obfuscate to a listed word are replaced
         words = lex.words
         fix = {}
         for t in set(toks):

@@ -55,6 +55,24 @@ def test_equal_to_the_package_on_real_text_and_a_bad_cache_is_rebuilt(shared_dat
     assert peer_profanity.predict_prob([]).shape == (0,)
 
 
+def test_word_blocks_score_as_their_joined_text(shared_data, fresh):
+    """predict_prob_words (the safety model's path: each distinct word tokenised once) equals the package on the
+    same blocks joined with spaces, from a cold and a warm word cache."""
+    from profanity_check import predict_prob
+
+    from corpus.web import safety_terms
+
+    lex = safety_terms.load()
+    texts = _real_texts(shared_data)[-600:]
+    blocks = [toks[i:i + 50] for t in texts for toks in [safety_terms.tokens(t, lex)] for i in range(0, len(toks), 50)]
+    blocks += [[], ["f*ck", "sh!t", "a$$hole", "don't", "rock'n"], ["x"]]
+    expected = predict_prob([" ".join(b) for b in blocks])
+    assert (expected > 0.5).sum() > 20
+    peer_profanity._WORD_IDS.clear()
+    for _ in range(2):  # cold, then warm
+        assert np.array_equal(peer_profanity.predict_prob_words(blocks), expected)
+
+
 def test_a_warm_process_does_not_import_scikit_learn(fresh):
     peer_profanity.predict_prob(["warm the cache"])
     code = ("import sys; from corpus.web import peer_profanity; p = peer_profanity.predict_prob(['you idiot']); "

@@ -35,6 +35,34 @@ def test_inflections_and_obfuscations_match_explicit_terms():
     assert safety_terms.inflections("spic") == {"spic", "spics", "spic's"}
 
 
+def test_the_token_gates_answer_as_the_regexes_do(shared_data):
+    """safety_terms._gates (one pass over the code points) says what the three regex searches it replaced say, on
+    real text, on random strings of the characters that matter and on texts built to sit on each rule's edge."""
+    import gzip
+    import json
+    import random
+    import re
+
+    spelled = re.compile(r"[a-z][.\-_][a-z][.\-_][a-z]")
+    repeat = re.compile(r"([a-z])\1{2,}")
+    odd = re.compile(r"[a-z][0-9@$*!]+[a-z]")
+    texts = []
+    for name in ("hatexplain", "fortunes", "wiki_toxicity"):
+        with gzip.open(shared_data / "safety_real" / f"{name}.jsonl.gz", "rt", encoding="utf-8") as f:
+            texts += [json.loads(line)["text"].lower() for _, line in zip(range(500), f)]
+    rng = random.Random(7)
+    alphabet = "aab.-_ 1@$*!'é\ud800Z"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    texts += ["", "a", "aa", "aaa", "a.b.c", "a.b-c", "a1b", "1ab", "ab1", "a@@$b", "éa1bé", "a_b_c", "zzz",
+              "x.y.z zzz b1tch"]
+    seen = set()
+    for t in texts:
+        got = safety_terms._gates(t)
+        assert got == (bool(spelled.search(t)), bool(repeat.search(t)), bool(odd.search(t))), t
+        seen.add(got)
+    assert len(seen) == 8  # every combination of answers occurred
+
+
 def test_context_terms_count_only_next_to_explicit_terms():
     lex = safety_terms.load()
     clinical = ("Syphilis starts as a sore on the penis, vagina or anus. Condoms lower the risk during anal and oral sex. "
