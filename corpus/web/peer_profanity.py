@@ -118,6 +118,7 @@ def predict_prob(texts: list[str]) -> np.ndarray:
 
 _WORD_IDS: dict[str, tuple[int, ...]] = {}  # a word's vocabulary columns, in order (predict_prob_words)
 _WORD_IDS_MAX = 1 << 20
+_word_ids_of: dict | None = None  # the vocabulary _WORD_IDS was made with
 
 
 def predict_prob_words(blocks: list[list[str]]) -> np.ndarray:
@@ -127,10 +128,12 @@ def predict_prob_words(blocks: list[list[str]]) -> np.ndarray:
     model = _model()
     if model is None:
         return predict_prob([" ".join(b) for b in blocks])
+    global _word_ids_of
     pattern, column, _ = model
     cache = _WORD_IDS
-    if len(cache) > _WORD_IDS_MAX:
+    if _word_ids_of is not column or len(cache) > _WORD_IDS_MAX:
         cache.clear()
+        _word_ids_of = column
     ids = []
     for block in blocks:
         try:
