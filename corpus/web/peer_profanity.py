@@ -80,7 +80,8 @@ def _valid(arrays: dict) -> bool:
 
 @lru_cache(maxsize=1)
 def _model():
-    """(token regex, term -> column, arrays), or None: use the package itself."""
+    """(token regex, term -> column, arrays, word -> columns cache for predict_prob_words), or None: use the
+    package itself."""
     from ..code.paths import cache_dir, store_cache_entry
 
     files = _model_files()
@@ -102,7 +103,7 @@ def _model():
             return None
         store_cache_entry(path, lambda tmp: np.savez(tmp, **arrays))
     column = {t: i for i, t in enumerate(arrays["terms"].tolist())}
-    return re.compile(str(arrays["pattern"])), column, arrays
+    return re.compile(str(arrays["pattern"])), column, arrays, {}
 
 
 def predict_prob(texts: list[str]) -> np.ndarray:
@@ -112,13 +113,11 @@ def predict_prob(texts: list[str]) -> np.ndarray:
         from profanity_check import predict_prob as package_predict_prob
 
         return package_predict_prob(texts)
-    pattern, column, _ = model
+    pattern, column, _, _ = model
     return _probs(model, [[column[t] for t in pattern.findall(text.lower()) if t in column] for text in texts])
 
 
-_WORD_IDS: dict[str, tuple[int, ...]] = {}  # a word's vocabulary columns, in order (predict_prob_words)
-_WORD_IDS_MAX = 1 << 20
-_word_ids_of: dict | None = None  # the vocabulary _WORD_IDS was made with
+_WORD_IDS_MAX = 1 << 20  # words kept in a model's cache before it starts afresh
 
 
 def predict_prob_words(blocks: list[list[str]]) -> np.ndarray:
@@ -128,12 +127,9 @@ def predict_prob_words(blocks: list[list[str]]) -> np.ndarray:
     model = _model()
     if model is None:
         return predict_prob([" ".join(b) for b in blocks])
-    global _word_ids_of
-    pattern, column, _ = model
-    cache = _WORD_IDS
-    if _word_ids_of is not column or len(cache) > _WORD_IDS_MAX:
+    pattern, column, _, cache = model
+    if len(cache) > _WORD_IDS_MAX:
         cache.clear()
-        _word_ids_of = column
     ids = []
     for block in blocks:
         try:
@@ -151,7 +147,7 @@ def _probs(model, ids: list[list[int]]) -> np.ndarray:
     import scipy.sparse as sp
     from scipy.special import expit
 
-    _, column, arrays = model
+    _, column, arrays, _ = model
     n_texts, n_features = len(ids), len(column)
     rows, cols = [], []
     for i, row in enumerate(ids):
