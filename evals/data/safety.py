@@ -14,6 +14,10 @@ no source (trafilatura's and Readability's test pages, C4, Wikipedia; evals/data
 drops on news-like, health-like and other pages.
 Peers: alt-profanity-check (its scikit-learn model; drop when predict_prob > 0.5, its default) and the C4
 rule (a page with any word of the LDNOOBW English list drops).
+`--semantic` adds the opt-in semantic check (web_safety_semantic_v1, corpus/web/safety_semantic.py) as a further
+column, "ours + semantic": a page drops if ours drops it or its semantic score is over a threshold chosen, in each
+fold, on the training sources' safe pages only (the calibration rule). It embeds every page with MiniLM once
+(~30 min on 2 CPU cores; the scores are cached by text in --cache).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ HELP = "page safety: leave-one-source-out recall per category and news/health fa
 GOALS = {"sexual": 0.90, "hate_harassment": 0.60, "all_unsafe": 0.75}
 MAX_FALSE_DROP = 0.01
 PEERS = ("ours", "alt_profanity_check", "c4_ldnoobw_rule")
+SEMANTIC = "ours_semantic"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default=str(repo / "data" / "evals"), help="folder for the cache of the web pages")
     parser.add_argument("--model", default=str(MODEL_PATH), help="model for the web-page check")
     parser.add_argument("--sources", default=None, help="comma-separated sources to leave out (default: all)")
+    parser.add_argument("--semantic", action="store_true",
+                        help="also judge ours + the semantic check (MiniLM; slow on CPU, cached in --cache)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="the semantic check's device")
 
 
 def ours(texts: list[str], model_path: str) -> list[str | None]:
@@ -79,9 +87,18 @@ def _group(category: str) -> str:
     return "hate_harassment" if category in ("hate", "harassment") else category
 
 
-def loso(data: Path, cache: Path, sources: list[str] | None, log=print) -> list[dict]:
+def _semantic_scores(pages, cache: Path, device: str, log) -> np.ndarray:
+    """Each page's semantic score (-inf for a page of no words), from the cache where it has them."""
+    from corpus.web import safety_semantic as ss
+
+    found = ss.ScoreCache(cache, ss.Semantic(ss.UNSAFE, ss.SAFE, 0.0)).scores([p.text for p in pages], device, log)
+    return np.array([-np.inf if f is None else f.score for f in found])
+
+
+def loso(data: Path, cache: Path, sources: list[str] | None, log=print, *, semantic: bool = False,
+         device: str = "cpu") -> list[dict]:
     """One record per held-out page: source, label, category, natural, and each filter's decision."""
-    from corpus.web import safety_page, safety_train, safety_units
+    from corpus.web import safety_page, safety_semantic, safety_train, safety_units
 
     rows = safety_units.read_rows(data)
     toks = safety_units.tokenize(rows)
@@ -90,6 +107,7 @@ def loso(data: Path, cache: Path, sources: list[str] | None, log=print) -> list[
     all_sources = sorted({r["source"] for r in rows})
     out = []
     fits = safety_train.Fits()  # models by sources left out, shared by the folds
+    sem = _semantic_scores(prepared.pages, cache, device, log) if semantic else None
     with tempfile.TemporaryDirectory() as tmp:
         for held in sources or all_sources:
             if held not in all_sources:
@@ -101,6 +119,12 @@ def loso(data: Path, cache: Path, sources: list[str] | None, log=print) -> list[
             pages = [p for p in prepared.pages if p.source == held]
             texts = [p.text for p in pages]
             decisions = {"ours": ours(texts, str(path)), **peer_flags(texts)}
+            if sem is not None:  # the calibration rule on this fold's training sources only
+                pool = {id(p) for p in safety_semantic.pool_pages(prepared.pages, set(safety_train.TRAIN_EXCLUDE) | {held})}
+                t = safety_semantic.threshold_at([sem[k] for k, p in enumerate(prepared.pages) if id(p) in pool],
+                                                 safety_semantic.BUDGET)
+                mine = sem[[k for k, p in enumerate(prepared.pages) if p.source == held]]
+                decisions[SEMANTIC] = [r is not None or bool(v > t) for r, v in zip(decisions["ours"], mine)]
             for j, p in enumerate(pages):
                 rec = {"source": held, "label": p.label, "category": p.category, "natural": p.natural,
                        "threshold": model.threshold, "reason": decisions["ours"][j]}
@@ -115,6 +139,7 @@ def _rate(recs: list[dict], key: str) -> float | None:
 
 
 def tables(records: list[dict]) -> dict[str, list[dict]]:
+    peers = PEERS + ((SEMANTIC,) if records and SEMANTIC in records[0] else ())
     per_source = []
     for src in sorted({r["source"] for r in records}):
         for cat in sorted({r["category"] for r in records if r["source"] == src}):
@@ -123,7 +148,7 @@ def tables(records: list[dict]) -> dict[str, list[dict]]:
             nat = [r for r in recs if r["natural"]]
             row = {"left-out source": src, "category": cat, "measure": "recall" if label else "false drops",
                    "pages": len(recs), "threshold": round(recs[0]["threshold"], 4)}
-            row.update({k: _rate(recs, k) for k in PEERS})
+            row.update({k: _rate(recs, k) for k in peers})
             row["ours, natural >= 50-word rows"] = _rate(nat, "ours")
             row["natural rows"] = len(nat)
             per_source.append(row)
@@ -144,13 +169,13 @@ def tables(records: list[dict]) -> dict[str, list[dict]]:
         safe = recs[0]["label"] == 0
         row = {"set": name, "measure": "false drops" if safe else "recall", "pages": len(recs),
                "sources": len(by_src)}
-        for k in PEERS:
+        for k in peers:
             rates = {s: _rate(v, k) for s, v in by_src.items()}
             worst = max(rates, key=rates.get) if safe else min(rates, key=rates.get)
             row[f"{k} pooled"] = _rate(recs, k)
-            if k == "ours":
-                row["ours mean of sources"] = float(np.mean(list(rates.values())))
-                row["ours worst source"] = f"{worst} {rates[worst]:.4f}"
+            if k in ("ours", SEMANTIC):
+                row[f"{k} mean of sources"] = float(np.mean(list(rates.values())))
+                row[f"{k} worst source"] = f"{worst} {rates[worst]:.4f}"
         row["ours, natural rows"] = _rate([r for r in recs if r["natural"]], "ours")
         summary.append(row)
     reasons: dict[tuple, int] = {}
@@ -162,17 +187,25 @@ def tables(records: list[dict]) -> dict[str, list[dict]]:
             "our drop reasons": [{"left-out source": s, "reason": k, "pages": v} for (s, k), v in sorted(reasons.items())]}
 
 
-def web_check(root: Path, cache: Path, model: str) -> list[dict]:
+def web_check(root: Path, cache: Path, model: str, *, semantic: bool = False, device: str = "cpu") -> list[dict]:
     from evals.data._safety_web import grouped_pages
 
     pages = grouped_pages(root, cache / "safety_web_pages.jsonl")
     texts = [d["text"] for _, d in pages]
     decisions = {"ours": [r is not None for r in ours(texts, model)], **peer_flags(texts)}
+    peers = PEERS
+    if semantic:  # the shipped manifest's threshold
+        from corpus.web import safety_semantic
+
+        t = safety_semantic.load().threshold
+        found = safety_semantic.ScoreCache(cache, safety_semantic.load()).scores(texts, device)
+        decisions[SEMANTIC] = [o or (f is not None and f.score > t) for o, f in zip(decisions["ours"], found)]
+        peers = PEERS + (SEMANTIC,)
     rows = []
     for g in ("news_pages", "health_pages", "other_pages"):
         idx = [i for i, (x, _) in enumerate(pages) if x == g]
         rows.append({"group (false drops)": g, "pages": len(idx),
-                     **{k: sum(decisions[k][i] for i in idx) / max(len(idx), 1) for k in PEERS}})
+                     **{k: sum(decisions[k][i] for i in idx) / max(len(idx), 1) for k in peers}})
     return rows
 
 
@@ -181,10 +214,10 @@ def run(args) -> EvalReport:
 
     cache = Path(args.cache)
     sources = args.sources.split(",") if args.sources else None
-    records = loso(Path(args.data), cache, sources)
+    records = loso(Path(args.data), cache, sources, semantic=args.semantic, device=args.device)
     report = EvalReport(NAME, tables=tables(records))
     report.tables["real web pages in no training source (shipped model): false drops"] = \
-        web_check(Path(args.web_data), cache, args.model)
+        web_check(Path(args.web_data), cache, args.model, semantic=args.semantic, device=args.device)
     summary = {r["set"]: r for r in report.tables[next(iter(report.tables))]}
     for name, goal in GOALS.items():
         if name in summary:
@@ -200,4 +233,10 @@ def run(args) -> EvalReport:
     report.notes.append("each fold's threshold comes from its training sources only (out-of-fold scores of their "
                         f"news and health pages, {safety_train.BUDGET:.1%} budget); no violence-only or self-harm source "
                         "exists in the data; reuters21578 and ag_news are never trained on (research-only licences)")
+    if args.semantic:
+        for name in ("sexual", "all_unsafe", "health", "news"):
+            if name in summary:
+                report.notes.append(f"ours + semantic, {name}: {summary[name][SEMANTIC + ' pooled']:.4f} pooled, "
+                                    f"worst source {summary[name][SEMANTIC + ' worst source']} (the opt-in stage; "
+                                    "the targets above are the default stages')")
     return report

@@ -21,7 +21,7 @@ from corpus.dedup import spill
 from corpus.registry import register
 from corpus.stage import Filter, GlobalStage, TaskMap, evidence
 
-from synth.generation.embed import embed
+from corpus.embed import embed
 
 
 def greedy_keep(vectors: np.ndarray, *, threshold: float, block: int = 1024,

@@ -20,7 +20,7 @@ import pyarrow as pa
 from manifests.config import require
 from corpus.registry import register
 from corpus.stage import Mapper
-from synth.generation.embed import embed
+from corpus.embed import embed
 from synth.generation.generator import Generator
 from synth.generation.llm import rule_provenance
 
