@@ -13,6 +13,7 @@ Steps, in order (benchmarks/gpu_check_train.py, gpu_check_serve.py):
   rollouts  one MDLOO iteration; vLLM generation, weight refresh and tokens/s against the megatron generator
   eval      `eval model` through vLLM and the HF backend on ARC-Easy and PIQA items: equal scores
   quantize  palettize + recovery LoRA on the GPU: held-out losses equal the CPU run's
+  semantic  the opt-in page-safety stage's MiniLM on the GPU: scores equal the CPU's, pages/s (gpu_check_data.py)
 
 Where CUDA is absent every step still runs its setup (imports of the GPU-path functions, configs built and
 validated, FLOP and memory arithmetic) and says `skipped: no GPU` for the rest, in seconds; CI runs it so
@@ -58,6 +59,7 @@ STEPS = (
     ("rollouts", "gpu_check_serve", "rollouts: MDLOO update, vLLM refresh and tokens/s", 120),
     ("eval", "gpu_check_serve", "eval model: vLLM vs HF backend", 90),
     ("quantize", "gpu_check_serve", "palettize + recovery LoRA, GPU vs CPU", 100),
+    ("semantic", "gpu_check_data", "web_safety_semantic_v1 (MiniLM): GPU vs CPU scores, pages/s", 60),
 )
 # steps run by other steps in a fresh process (not listed in the table)
 HELPERS = {"resume-continue": "gpu_check_train", "quantize-cpu": "gpu_check_serve"}

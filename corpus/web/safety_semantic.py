@@ -16,7 +16,8 @@ and quotations), scored; the threshold is the score that at most BUDGET of them 
 sources (safety_train.TRAIN_EXCLUDE) are never used. The manifest (models/safety_semantic_v1.json) holds
 the descriptions, the window, the rule and the threshold; the stage reads nothing else.
 
-Cost: MiniLM reads ~30-40 windows/s a core on CPU, against the page model's ~500+ pages/s a core, so the
+Cost: MiniLM reads ~17 of these windows/s a CPU core (1.9 pages/s of 5 KB, benchmarks/web_safety.py --semantic),
+against the default stages' ~500-700 pages/s a core, so the
 stage is off in the default pipelines; with a GPU the encoder is the only part that moves there.
 """
 

@@ -20,7 +20,7 @@ import gpu_check  # noqa: E402
 from training.flops import flops_per_token, mfu, peak_tflops  # noqa: E402
 from training.model import get_shape  # noqa: E402
 
-STEPS = ["env", "pretrain", "resume", "sft", "post", "rollouts", "eval", "quantize"]
+STEPS = ["env", "pretrain", "resume", "sft", "post", "rollouts", "eval", "quantize", "semantic"]
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU path of gpu-check (a GPU runs it all)")
 
