@@ -19,8 +19,8 @@ Where CUDA is absent every step still runs its setup (imports of the GPU-path fu
 validated, FLOP and memory arithmetic) and says `skipped: no GPU` for the rest, in seconds; CI runs it so
 (tests/training/test_gpu_check.py). `--dry` (CPU) goes further: the GPU work of the training steps (pretrain,
 resume, sft, post, and the megatron halves of rollouts and eval) runs on the CPU at the `tiny` width for a few
-steps, so their own code, not only their setup, is exercised by CI; vLLM and the GPU-vs-CPU quantize run stay
-`skipped`. Dry numbers prove wiring, not speed.
+steps, so their own code, not only their setup, is exercised by CI (the semantic step compares the CPU with
+itself on four pages); vLLM and the GPU-vs-CPU quantize run stay `skipped`. Dry numbers prove wiring, not speed.
 Where CUDA is present each step runs in a child process (a hang or a CUDA
 crash ends that step only) and the run stops starting steps when the total budget is spent.
 

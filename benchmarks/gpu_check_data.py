@@ -1,7 +1,8 @@
 """gpu-check step of the data side (benchmarks/gpu_check.py):
   semantic  the opt-in web_safety_semantic_v1 stage (MiniLM per 200-word window) with `device: cuda`: its scores
             equal the CPU's on the same pages (a tolerance for float order), the same pages are over the
-            manifest's threshold, and pages/s of 5 KB pages on one GPU (the CPU does ~2 a core).
+            manifest's threshold, and pages/s of 5 KB pages on one GPU (the CPU does ~2 a core). In a `--dry`
+            run the same code runs on the CPU on a few pages (wiring, not speed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from gpu_check_common import Ctx, Report, say
 TOLERANCE = 2e-3  # cosine differences between a GPU's and a CPU's float order
 N_COMPARE = 16
 N_TIMED = 2000
+N_DRY = 4  # pages compared and timed in a CPU dry run
+DRY_semantic = True
 
 
 def _pages(n: int, size: int = 5000) -> list[str]:
@@ -29,7 +32,7 @@ def setup_semantic(ctx: Ctx, rep: Report) -> dict:
 
     WebSafetySemantic({"device": "cpu"})  # the config, the manifest and the encoder's folder are checked
     threshold = safety_semantic.load().threshold
-    return {"pages": _pages(N_TIMED), "threshold": threshold}
+    return {"pages": _pages(N_TIMED if ctx.cuda else N_DRY), "threshold": threshold}
 
 
 def _scores(pages: list[str], device: str, batch_size: int = 64) -> list[float]:
@@ -45,19 +48,21 @@ def _scores(pages: list[str], device: str, batch_size: int = 64) -> list[float]:
 def run_semantic(ctx: Ctx, rep: Report, st: dict) -> None:
     import torch
 
+    device = "cuda" if ctx.cuda else "cpu"  # cpu: a dry run
+    sync = torch.cuda.synchronize if ctx.cuda else (lambda: None)
     few = st["pages"][:N_COMPARE]
-    cpu, gpu = _scores(few, "cpu"), _scores(few, "cuda")
+    cpu, gpu = _scores(few, "cpu"), _scores(few, device)
     diff = max(abs(a - b) for a, b in zip(cpu, gpu))
     rep.number("max_score_diff_gpu_cpu", round(diff, 6))
     rep.check("GPU scores equal the CPU's", diff <= TOLERANCE, f"max |diff| {diff:.2g} (tolerance {TOLERANCE})")
     t = st["threshold"]
     rep.check("the same pages over the threshold", [s > t for s in cpu] == [s > t for s in gpu],
               f"{sum(s > t for s in gpu)} of {len(few)} over {t:.4f}")
-    _scores(few, "cuda", 256)  # warm
-    torch.cuda.synchronize()
+    _scores(few, device, 256)  # warm
+    sync()
     start = time.perf_counter()
-    _scores(st["pages"], "cuda", 256)
-    torch.cuda.synchronize()
+    _scores(st["pages"], device, 256)
+    sync()
     rate = len(st["pages"]) / (time.perf_counter() - start)
     rep.number("pages_per_s_5KB", round(rate, 1))
-    say(f"  web_safety_semantic_v1 on the GPU: {rate:.0f} pages/s of 5 KB ({len(st['pages'])} pages, batch 256)")
+    say(f"  web_safety_semantic_v1 on {device}: {rate:.1f} pages/s of 5 KB ({len(st['pages'])} pages, batch 256)")

@@ -97,7 +97,7 @@ def test_cpu_dry_run(tmp_path):
     assert rc == 0, table
     status = {s["name"]: s["status"] for s in body["steps"]}
     assert status == {"env": "skipped", "pretrain": "pass", "resume": "pass", "sft": "pass", "post": "pass",
-                      "rollouts": "pass", "eval": "pass", "quantize": "skipped"}
+                      "rollouts": "pass", "eval": "pass", "quantize": "skipped", "semantic": "pass"}
     steps = {s["name"]: s for s in body["steps"]}
     assert steps["resume"]["numbers"]["bit_exact"] is True  # the resumed process repeats the losses exactly
     assert steps["sft"]["numbers"]["packed_vs_unpacked_rel_diff"] <= 1e-4
@@ -106,3 +106,4 @@ def test_cpu_dry_run(tmp_path):
     assert steps["eval"]["checks"][2]["name"].startswith("megatron backend = HF backend")
     assert steps["eval"]["checks"][2]["status"] == "pass"
     assert "CPU dry run at tiny shapes" in table.splitlines()[0]
+    assert steps["semantic"]["numbers"]["max_score_diff_gpu_cpu"] == 0  # the CPU against itself: wiring only
