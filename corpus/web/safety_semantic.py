@@ -26,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -161,9 +163,22 @@ def threshold_at(scores, budget: float) -> float:
     return float(v[int(budget * len(v))])
 
 
+def _write_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file of this process's own, then rename: a reader sees the old file or the new one,
+    and two writers at once do not write into one temporary file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 class ScoreCache:
     """Page scores kept on disk by text, for one encoder and one set of descriptions and windows (the file name
-    carries both), so that re-running an evaluation does not re-embed ~30k pages. Written atomically."""
+    carries both), so that re-running an evaluation does not re-embed ~30k pages. Written atomically; a cache file
+    that cannot be read is set aside (scores are recomputed), since it only saves time."""
 
     def __init__(self, folder: Path, sem: Semantic, model_path: str | None = None):
         from corpus.embed import package_model_path
@@ -172,7 +187,15 @@ class ScoreCache:
         encoder = content_sha256(model_path or package_model_path())[:16]
         self.path = Path(folder) / f"safety_semantic_{sem.fingerprint()}_{encoder}.json"
         self.sem, self.model_path = sem, model_path
-        self._d: dict[str, list] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self._d: dict[str, list] = {}
+        if self.path.is_file():
+            try:
+                self._d = json.loads(self.path.read_text(encoding="utf-8"))
+                if not isinstance(self._d, dict):
+                    raise ValueError("not an object")
+            except (ValueError, UnicodeDecodeError) as exc:
+                print(f"{self.path}: unreadable score cache ({exc}); recomputing its scores")
+                self._d = {}
 
     def scores(self, texts: list[str], device: str = "cpu", log=print) -> list[PageScore | None]:
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
@@ -187,10 +210,7 @@ class ScoreCache:
         return [None if self._d[k] is None else PageScore(*self._d[k]) for k in keys]
 
     def _save(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._d))
-        tmp.replace(self.path)
+        _write_atomic(self.path, json.dumps(self._d))
 
 
 def pool_pages(pages, exclude: set[str]) -> list:
@@ -228,10 +248,7 @@ def calibrate(data: Path, out: Path, *, budget: float = BUDGET, cache: Path | No
                 "calibration_pages": counts, "calibration_data": "safety_real (development data; "
                 "research-only sources excluded)"}
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    tmp.replace(out)
+    _write_atomic(out, json.dumps(manifest, indent=1) + "\n")
     log(f"threshold {threshold:.4f} from {len(kept)} pages -> {out}")
     return manifest
 

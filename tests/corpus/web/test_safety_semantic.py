@@ -166,7 +166,17 @@ def test_the_cache_embeds_a_page_once(tmp_path, monkeypatch):
     monkeypatch.setattr(ss, "score_texts", lambda *a, **k: pytest.fail("embedded again"))
     again = ss.ScoreCache(tmp_path, sem).scores([LIMERICK, NEWS], log=lambda m: None)
     assert again == [first[1], first[0]]
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_unreadable_cache_is_recomputed_not_fatal(tmp_path, capsys):
+    sem = ss.load()
+    path = ss.ScoreCache(tmp_path, sem).path
+    path.write_text('{"abc": [0.1, 0')  # cut short
+    cache = ss.ScoreCache(tmp_path, sem)
+    assert "unreadable score cache" in capsys.readouterr().out
+    (page,) = cache.scores([NEWS], log=lambda m: None)
+    assert page.score < sem.threshold and len(json.loads(path.read_text())) == 1
 
 
 def test_the_evaluation_reports_ours_plus_semantic_beside_ours():
