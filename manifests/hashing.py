@@ -26,31 +26,36 @@ class _Threads:
     other. Starting a thread waits until the new thread has run; on a loaded machine that took ~15 ms, and a
     one-worker run of four inputs started nine (two per task and one per run): ~0.14 s of wall time per run in
     `executor_overhead.py` at load 3.5 (issue 44). Daemon threads, as before: a job that never ends (a sink
-    never closed after an error) must not hold the process at exit."""
+    never closed after an error) must not hold the process at exit. A job's `done` event is set by the thread after
+    it counts itself idle again, so a caller that waits for one job and then submits the next finds that thread
+    idle (setting the event inside the job let the next job start a thread while the finished one was still
+    counting itself busy: a fourth thread where three suffice, seen on a loaded machine)."""
 
     def __init__(self):
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job that no submitted job has claimed yet
 
-    def submit(self, fn: Callable[[], None]) -> None:
+    def submit(self, fn: Callable[[], None], done: threading.Event | None = None) -> None:
         with self._lock:
             spawn = self._idle == 0
             if not spawn:
                 self._idle -= 1
         if spawn:
             threading.Thread(target=self._loop, daemon=True, name="cidermill-helper").start()
-        self._jobs.put(fn)
+        self._jobs.put((fn, done))
 
     def _loop(self) -> None:
         while True:
-            job = self._jobs.get()
+            job, done = self._jobs.get()
             try:
                 job()  # every job hands its own errors to its caller (below); this keeps the thread alive
             except BaseException:
                 pass
             with self._lock:
                 self._idle += 1
+            if done is not None:
+                done.set()
 
 
 _threads = _Threads()
@@ -75,10 +80,8 @@ def in_background(fn: Callable[[], Any], *, name: str = "background") -> Callabl
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
-        finally:
-            done.set()
 
-    _threads.submit(target)
+    _threads.submit(target, done)  # the thread sets `done` once it is idle again
 
     def result():
         done.wait()
@@ -113,20 +116,17 @@ class HashingSink:
         self._done: threading.Event | None = None  # set once the hashing job has taken its last piece
         if threaded:
             self._done = threading.Event()
-            _threads.submit(self._hash)
+            _threads.submit(self._hash, self._done)  # set by the thread after the job, once it is idle
         self.closed = False
 
     def _hash(self) -> None:
-        try:
-            while (pieces := self._queue.get()) is not _END:
-                if self._error is None:
-                    try:
-                        for piece in pieces:
-                            self._sha.update(piece)
-                    except BaseException as exc:  # reported by digest(); keep draining so write() never blocks
-                        self._error = exc
-        finally:
-            self._done.set()
+        while (pieces := self._queue.get()) is not _END:
+            if self._error is None:
+                try:
+                    for piece in pieces:
+                        self._sha.update(piece)
+                except BaseException as exc:  # reported by digest(); keep draining so write() never blocks
+                    self._error = exc
 
     def writable(self) -> bool:
         return True
