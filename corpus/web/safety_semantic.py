@@ -26,8 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -164,15 +162,10 @@ def threshold_at(scores, budget: float) -> float:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file of this process's own, then rename: a reader sees the old file or the new one,
-    and two writers at once do not write into one temporary file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """The manifests' atomic write: a temporary name of this process's own, fsync, rename."""
+    from manifests.storage import Location
+
+    Location.parse(str(Path(path).resolve())).write_bytes_atomic(text.encode("utf-8"))
 
 
 class ScoreCache:

@@ -166,7 +166,7 @@ def test_the_cache_embeds_a_page_once(tmp_path, monkeypatch):
     monkeypatch.setattr(ss, "score_texts", lambda *a, **k: pytest.fail("embedded again"))
     again = ss.ScoreCache(tmp_path, sem).scores([LIMERICK, NEWS], log=lambda m: None)
     assert again == [first[1], first[0]]
-    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+    assert list(tmp_path.iterdir()) == [cache.path]  # no temporary file left beside it
 
 
 def test_an_unreadable_cache_is_recomputed_not_fatal(tmp_path, capsys):
