@@ -35,11 +35,14 @@ class _Threads:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # threads waiting for a job that no submitted job has claimed yet
+        self.started = 0  # threads this set has started (a test counts them, apart from other tests' threads)
 
     def submit(self, fn: Callable[[], None], done: threading.Event | None = None) -> None:
         with self._lock:
             spawn = self._idle == 0
-            if not spawn:
+            if spawn:
+                self.started += 1
+            else:
                 self._idle -= 1
         if spawn:
             threading.Thread(target=self._loop, daemon=True, name="cidermill-helper").start()
