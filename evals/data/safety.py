@@ -197,9 +197,9 @@ def web_check(root: Path, cache: Path, model: str, *, semantic: bool = False, de
     if semantic:  # the shipped manifest's threshold
         from corpus.web import safety_semantic
 
-        t = safety_semantic.load().threshold
-        found = safety_semantic.ScoreCache(cache, safety_semantic.load()).scores(texts, device)
-        decisions[SEMANTIC] = [o or (f is not None and f.score > t) for o, f in zip(decisions["ours"], found)]
+        sem = safety_semantic.load()
+        found = safety_semantic.ScoreCache(cache, sem).scores(texts, device)
+        decisions[SEMANTIC] = [o or (f is not None and f.score > sem.threshold) for o, f in zip(decisions["ours"], found)]
         peers = PEERS + (SEMANTIC,)
     rows = []
     for g in ("news_pages", "health_pages", "other_pages"):
